@@ -1,0 +1,96 @@
+// Package keyspace names every key shardcron keeps in etcd.
+//
+// All keys live under /shardcron/<cluster>/. Prefixes are chosen so that a
+// replica watches only what it must: own/ and jobs/, never ticks/
+// (DESIGN.md, "Key space"). Job names never start with "_", so the
+// ticks/<shard>/_released marker cannot collide with a job record.
+package keyspace
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MaxShards bounds S so that a shard number always fits the zero-padded
+// width of shard keys, which keeps keys sorted numerically.
+const MaxShards = 65536
+
+const shardWidth = 5
+
+var clusterName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ValidCluster reports whether name can be used as a cluster name.
+func ValidCluster(name string) error {
+	if !clusterName.MatchString(name) {
+		return fmt.Errorf("cluster name %q: must match [a-z0-9][a-z0-9._-]* and be at most 63 characters", name)
+	}
+	return nil
+}
+
+// Space is the key space of one cluster. The zero value is not usable; build
+// one with New.
+type Space struct {
+	root string
+}
+
+// New returns the key space of cluster. The caller validates the name.
+func New(cluster string) Space {
+	return Space{root: "/shardcron/" + cluster + "/"}
+}
+
+// Root is the prefix of every key of the cluster.
+func (s Space) Root() string { return s.root }
+
+// Meta holds S, the ring parameters, the format version and the cluster epoch.
+func (s Space) Meta() string { return s.root + "meta" }
+
+// Own is the prefix every replica watches: members and shard leases.
+func (s Space) Own() string { return s.root + "own/" }
+
+// Members is the prefix of member keys.
+func (s Space) Members() string { return s.root + "own/members/" }
+
+// Member is the key a node registers on its own lease.
+func (s Space) Member(node string) string { return s.Members() + node }
+
+// MemberFromKey returns the node id of a member key.
+func (s Space) MemberFromKey(key string) (string, bool) {
+	node, ok := strings.CutPrefix(key, s.Members())
+	return node, ok && node != ""
+}
+
+// Shards is the prefix of shard lease keys.
+func (s Space) Shards() string { return s.root + "own/shards/" }
+
+// Shard is the lease key of shard; its CreateRevision is the generation.
+func (s Space) Shard(shard int) string { return s.Shards() + pad(shard) }
+
+// ShardFromKey returns the shard number of a shard lease key.
+func (s Space) ShardFromKey(key string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, s.Shards())
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0 && len(rest) == shardWidth
+}
+
+// Ticks is the prefix of every shard's checkpoint records.
+func (s Space) Ticks() string { return s.root + "ticks/" }
+
+// ShardTicks is the prefix of shard's checkpoint records, read in one ranged
+// Get when the shard is acquired.
+func (s Space) ShardTicks(shard int) string { return s.Ticks() + pad(shard) + "/" }
+
+// Released is the marker of shard's last graceful release.
+func (s Space) Released(shard int) string { return s.ShardTicks(shard) + "_released" }
+
+// Tick is the checkpoint record of job in shard.
+func (s Space) Tick(shard int, job string) string { return s.ShardTicks(shard) + job }
+
+// Jobs is the prefix of the versioned job set.
+func (s Space) Jobs() string { return s.root + "jobs/" }
+
+func pad(shard int) string { return fmt.Sprintf("%0*d", shardWidth, shard) }

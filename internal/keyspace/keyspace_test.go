@@ -1,0 +1,45 @@
+package keyspace
+
+import "testing"
+
+func TestShardKeysRoundTrip(t *testing.T) {
+	s := New("prod")
+	for _, shard := range []int{0, 7, 1023, MaxShards - 1} {
+		got, ok := s.ShardFromKey(s.Shard(shard))
+		if !ok || got != shard {
+			t.Fatalf("ShardFromKey(Shard(%d)) = %d, %v", shard, got, ok)
+		}
+	}
+	if _, ok := s.ShardFromKey(s.Members() + "node-1"); ok {
+		t.Fatal("a member key parsed as a shard key")
+	}
+	if got := s.Shard(12); got != "/shardcron/prod/own/shards/00012" {
+		t.Fatalf("Shard(12) = %q", got)
+	}
+	if got := s.Released(3); got != "/shardcron/prod/ticks/00003/_released" {
+		t.Fatalf("Released(3) = %q", got)
+	}
+}
+
+func TestMemberFromKey(t *testing.T) {
+	s := New("prod")
+	if n, ok := s.MemberFromKey(s.Member("node-1")); !ok || n != "node-1" {
+		t.Fatalf("MemberFromKey = %q, %v", n, ok)
+	}
+	if _, ok := s.MemberFromKey(s.Shard(1)); ok {
+		t.Fatal("a shard key parsed as a member key")
+	}
+}
+
+func TestValidCluster(t *testing.T) {
+	for _, ok := range []string{"a", "prod", "eu-1.billing_x"} {
+		if err := ValidCluster(ok); err != nil {
+			t.Errorf("ValidCluster(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Prod", "-x", "a/b", "a b"} {
+		if ValidCluster(bad) == nil {
+			t.Errorf("ValidCluster(%q) = nil, want an error", bad)
+		}
+	}
+}

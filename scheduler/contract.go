@@ -1,0 +1,157 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// This file is the scheduler's side of its contracts with the rest of
+// shardcron. The scheduler declares what it needs; the shard package
+// implements Store and calls Acquired/Drain, the runner package implements
+// Runner, and cmd wires them. Nothing here mentions etcd.
+
+// Errors a Store reports per write, and the cause a run's context carries.
+var (
+	// ErrShardLost: the shard's fence no longer holds (another generation
+	// owns it, or it is free). The shard must be stopped at once.
+	ErrShardLost = errors.New("scheduler: shard lost")
+	// ErrStale: the job's record changed since this owner last wrote or read
+	// it. The owner's view is stale and must be reloaded.
+	ErrStale = errors.New("scheduler: record changed")
+	// ErrUnknown: the write's outcome is unknown (an RPC error). Keep the
+	// shard and retry until the safe deadline.
+	ErrUnknown = errors.New("scheduler: outcome unknown")
+	// ErrDeadline is the cause of a run's context when the node's safe
+	// deadline passed: the runner kills at once, without a grace period.
+	ErrDeadline = errors.New("scheduler: safe deadline passed")
+)
+
+// Deadline is the safe deadline of the session that holds a shard.
+type Deadline interface {
+	// Remaining reports how long the node may still act; zero or less means
+	// stop now. It reads the clock synchronously (CLOCK_BOOTTIME) and never
+	// blocks, so it is safe to call right before every external action.
+	Remaining() time.Duration
+}
+
+// Grant hands the scheduler ownership of one shard. The ownership source
+// reads the checkpoint after the acquisition and before the Grant, so the
+// scheduler can finish catch-up before arming any timer for the shard.
+type Grant struct {
+	Shard int
+	// Token is the fencing token: the generation of this node's lease on
+	// the shard, strictly larger than every earlier owner's.
+	Token int64
+	// Lost is done the instant this node may no longer act for the shard:
+	// the safe deadline passed, a fenced write failed, or a forced stop.
+	// Its cause (context.Cause) is ErrDeadline or ErrShardLost.
+	Lost context.Context
+	// Deadline is the holding session's safe deadline.
+	Deadline Deadline
+	// Checkpoint is the shard's state as its predecessors left it.
+	Checkpoint Checkpoint
+}
+
+// Checkpoint is every record of one shard, read in one ranged Get.
+type Checkpoint struct {
+	// Records holds each job's record, by job name, as the scheduler encoded
+	// it, with the record's ModRevision.
+	Records map[string]Stored
+	// Released is the shard's last graceful release; nil if none.
+	Released *Released
+}
+
+// Stored is a record's value and its ModRevision.
+type Stored struct {
+	Value []byte
+	Rev   int64
+}
+
+// Released marks a graceful release: the successor runs every tick due
+// since StoppedAt, whatever the misfire policy.
+type Released struct {
+	StoppedAt time.Time
+	Token     int64
+}
+
+// Write is one fenced write of a job record.
+type Write struct {
+	Shard int
+	Token int64
+	Job   string
+	// Value is the encoded record; nil deletes it.
+	Value []byte
+	// Rev is the record's ModRevision as this owner last wrote or read it;
+	// 0 means the record must not exist.
+	Rev int64
+}
+
+// WriteResult is the outcome of one Write.
+type WriteResult struct {
+	// Rev is the record's new ModRevision when Err is nil.
+	Rev int64
+	// Err is nil, or wraps ErrShardLost, ErrStale or ErrUnknown.
+	Err error
+}
+
+// Store persists job records under the shard's fence. Implemented by the
+// shard package.
+type Store interface {
+	// Commit writes in as few transactions as etcd's limits allow: each
+	// transaction compares every shard's token (CreateRevision of its lease
+	// key) and every record's Rev, and puts or deletes. It returns one
+	// result per write, in order. A fence failure also ends the shard's
+	// Grant (its Lost context). Safe for concurrent use.
+	Commit(ctx context.Context, writes []Write) []WriteResult
+}
+
+// Run is one tick of one job, as handed to a Runner. It carries the run's
+// identity: (Cluster, Job.Name, Tick) is the idempotency key and Token the
+// fencing token receivers compare.
+type Run struct {
+	Cluster string
+	Node    string
+	Job     config.Job
+	Tick    time.Time
+	Shard   int
+	Token   int64
+	// Rerun is true when the tick was claimed before under an older token
+	// and is run again because that run was interrupted.
+	Rerun bool
+	// Deadline is the holding session's safe deadline; runners whose work
+	// can outlive the call (exec) keep their supervisor inside it.
+	Deadline Deadline
+}
+
+// Status is the outcome of a run.
+type Status string
+
+const (
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusTimedOut  Status = "timed_out"
+	StatusCancelled Status = "cancelled"
+	StatusSkipped   Status = "skipped"
+)
+
+// Result is what a Runner reports.
+type Result struct {
+	Status Status
+	// Detail says why, briefly: an HTTP status line, an exit code, an error.
+	Detail string
+	// Output is the captured output, bounded, with a truncation marker.
+	Output string
+}
+
+// Runner runs one tick. Implemented by the runner package.
+type Runner interface {
+	// Run runs r and returns when the work has ended. ctx carries the job's
+	// timeout and is cancelled on replace, release or loss; when
+	// context.Cause(ctx) is ErrDeadline or ErrShardLost the runner stops the
+	// work at once (SIGKILL), otherwise in an orderly way (SIGTERM, then
+	// SIGKILL after a grace period). Safe for concurrent use.
+	Run(ctx context.Context, r Run) Result
+}
