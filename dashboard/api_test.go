@@ -1,0 +1,101 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func newTestServer(t *testing.T, ready error) *httptest.Server {
+	t.Helper()
+	names := []string{"a", "b", "c", "d", "e"}
+	h, err := New(Config{
+		State: func() any { return map[string]any{"members": []string{"n1"}} },
+		Jobs: func(_ context.Context, offset, limit int) (any, int, error) {
+			end := min(offset+limit, len(names))
+			if offset > end {
+				offset = end
+			}
+			return names[offset:end], len(names), nil
+		},
+		Ready:   func() error { return ready },
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestEndpoints(t *testing.T) {
+	srv := newTestServer(t, nil)
+	for path, want := range map[string]string{
+		"/healthz":       "ok",
+		"/readyz":        "ready",
+		"/api/v1/state":  `"n1"`,
+		"/metrics":       "m 1",
+		"/":              "/api/v1/state",
+		"/api/v1/jobs":   `"total": 5`,
+		"/no-such-thing": "404",
+	} {
+		code, body := get(t, srv.URL+path)
+		if want == "404" {
+			if code != http.StatusNotFound {
+				t.Errorf("GET %s = %d, want 404", path, code)
+			}
+			continue
+		}
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s = %d %q, want 200 containing %q", path, code, body, want)
+		}
+	}
+}
+
+func TestReadyzReportsTheReason(t *testing.T) {
+	srv := newTestServer(t, errors.New("lease lost"))
+	code, body := get(t, srv.URL+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "lease lost") {
+		t.Fatalf("GET /readyz = %d %q", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/healthz"); code != http.StatusOK {
+		t.Fatalf("GET /healthz = %d while not ready; liveness must not depend on readiness", code)
+	}
+}
+
+func TestJobsPaging(t *testing.T) {
+	srv := newTestServer(t, nil)
+	code, body := get(t, srv.URL+"/api/v1/jobs?offset=3&limit=10")
+	var page struct {
+		Offset, Limit, Total int
+		Jobs                 []string
+	}
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != http.StatusOK {
+		t.Fatalf("GET jobs page = %d %q: %v", code, body, err)
+	}
+	if page.Total != 5 || strings.Join(page.Jobs, ",") != "d,e" {
+		t.Fatalf("page = %+v, want total 5 and jobs d,e", page)
+	}
+	for _, q := range []string{"offset=-1", "limit=0", "limit=501", "offset=x"} {
+		if code, _ := get(t, srv.URL+"/api/v1/jobs?"+q); code != http.StatusBadRequest {
+			t.Errorf("GET jobs?%s = %d, want 400", q, code)
+		}
+	}
+}
