@@ -94,3 +94,44 @@ func (s Space) Tick(shard int, job string) string { return s.ShardTicks(shard) +
 func (s Space) Jobs() string { return s.root + "jobs/" }
 
 func pad(shard int) string { return fmt.Sprintf("%0*d", shardWidth, shard) }
+
+// versionWidth zero-pads job set versions (etcd revisions, at most 19
+// digits) so that keys sort numerically and one DeleteRange can drop every
+// version below a given one.
+const versionWidth = 20
+
+// JobsCurrent is the pointer to the current job set version; the only jobs/
+// key replicas watch.
+func (s Space) JobsCurrent() string { return s.Jobs() + "current" }
+
+// JobsSeq is written once per apply; the revision of that write is the new
+// job set's version, unique and larger than every earlier flipped version.
+func (s Space) JobsSeq() string { return s.Jobs() + "seq" }
+
+// JobSets is the prefix of every stored job set version.
+func (s Space) JobSets() string { return s.Jobs() + "sets/" }
+
+// JobSet is the prefix of one job set version's chunks.
+func (s Space) JobSet(version int64) string {
+	return fmt.Sprintf("%s%0*d/", s.JobSets(), versionWidth, version)
+}
+
+// JobChunk is one chunk of a job set version.
+func (s Space) JobChunk(version int64, chunk int) string {
+	return fmt.Sprintf("%s%06d", s.JobSet(version), chunk)
+}
+
+// TickFromKey returns the shard and job name of a job's checkpoint record
+// key; it reports false for the _released marker and any other key.
+func (s Space) TickFromKey(key string) (shard int, job string, ok bool) {
+	rest, ok := strings.CutPrefix(key, s.Ticks())
+	if !ok || len(rest) < shardWidth+2 || rest[shardWidth] != '/' {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(rest[:shardWidth])
+	job = rest[shardWidth+1:]
+	if err != nil || n < 0 || job == "" || strings.HasPrefix(job, "_") || strings.Contains(job, "/") {
+		return 0, "", false
+	}
+	return n, job, true
+}

@@ -43,3 +43,21 @@ func TestValidCluster(t *testing.T) {
 		}
 	}
 }
+
+func TestJobKeys(t *testing.T) {
+	s := New("prod")
+	if got := s.JobChunk(42, 3); got != "/shardcron/prod/jobs/sets/00000000000000000042/000003" {
+		t.Fatalf("JobChunk = %q", got)
+	}
+	if s.JobSet(9) >= s.JobSet(10) {
+		t.Fatal("job set versions do not sort numerically")
+	}
+	if shard, job, ok := s.TickFromKey(s.Tick(17, "sweep")); !ok || shard != 17 || job != "sweep" {
+		t.Fatalf("TickFromKey = %d %q %v", shard, job, ok)
+	}
+	for _, k := range []string{s.Released(3), s.ShardTicks(3), s.Shard(3), s.Ticks() + "x/y"} {
+		if _, _, ok := s.TickFromKey(k); ok {
+			t.Fatalf("TickFromKey(%q) parsed as a job record", k)
+		}
+	}
+}
