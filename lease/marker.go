@@ -1,0 +1,51 @@
+package lease
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MarkerFormat is the format version of the _released marker this package
+// writes and the newest it reads.
+const MarkerFormat = 1
+
+// Marker is the value of ticks/<shard>/_released, written (without a lease)
+// in the transaction that deletes the shard's lease key on a graceful
+// release. The successor runs every tick due since StoppedAt, whatever the
+// job's misfire policy: a handoff is not a misfire.
+type Marker struct {
+	// StoppedAt is when the releasing owner stopped firing the shard.
+	StoppedAt time.Time `json:"stopped_at"`
+	// Generation is the fencing token the releasing owner held.
+	Generation int64 `json:"generation"`
+	// Format is the marker's format version (MarkerFormat when written).
+	Format int `json:"format"`
+}
+
+// Encode returns the stored form of m, with Format set to MarkerFormat.
+func (m Marker) Encode() []byte {
+	m.Format = MarkerFormat
+	m.StoppedAt = m.StoppedAt.UTC()
+	b, _ := json.Marshal(m) // a struct of a time and two integers always marshals
+	return b
+}
+
+// ParseMarker decodes a stored marker. It refuses a format newer than
+// MarkerFormat: a replica must not act on data written by a newer version
+// it does not understand.
+func ParseMarker(b []byte) (Marker, error) {
+	var m Marker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Marker{}, fmt.Errorf("%w: released marker: %v", ErrInvalid, err)
+	}
+	switch {
+	case m.Format > MarkerFormat:
+		return Marker{}, fmt.Errorf("%w: released marker has format %d, newer than %d which this version of shardcron reads; upgrade this replica", ErrInvalid, m.Format, MarkerFormat)
+	case m.Format < 1:
+		return Marker{}, fmt.Errorf("%w: released marker has no format version", ErrInvalid)
+	case m.StoppedAt.IsZero():
+		return Marker{}, fmt.Errorf("%w: released marker has no stopped_at", ErrInvalid)
+	}
+	return m, nil
+}
