@@ -155,3 +155,15 @@ type Runner interface {
 	// SIGKILL after a grace period). Safe for concurrent use.
 	Run(ctx context.Context, r Run) Result
 }
+
+// Loader is an optional extension of Store. When the Store implements it,
+// the scheduler re-reads a record whose write failed with ErrStale (most
+// often its own earlier write whose outcome was unknown landed) and goes on
+// with the job; without it the job is parked until the shard is next
+// acquired.
+type Loader interface {
+	// Load reads one job record under the shard's fence: a zero Stored when
+	// the record does not exist; an error wrapping ErrShardLost when token
+	// no longer holds the shard, or ErrUnknown on an RPC error.
+	Load(ctx context.Context, shard int, token int64, job string) (Stored, error)
+}

@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sentinel errors of the scheduler itself (the Store's are in contract.go).
+var (
+	// ErrInvalidConfig: a Config field is out of range.
+	ErrInvalidConfig = errors.New("scheduler: invalid config")
+	// ErrRecordFormat: a job record is in a newer format than this binary
+	// knows, or is not a record at all. The job is parked, never overwritten.
+	ErrRecordFormat = errors.New("scheduler: unsupported record format")
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxConcurrentRuns = 64
+	DefaultDrainTimeout      = 10 * time.Second
+	DefaultHistoryLen        = 20
+)
+
+// Config configures a Scheduler.
+type Config struct {
+	// Cluster is the cluster name, carried by every run (Run.Cluster).
+	Cluster string
+	// Node is this replica's id, carried by every run and recorded in run
+	// history.
+	Node string
+	// Shards is S, the number of shards, as the cluster's meta records it.
+	// Jobs map to shards by ShardOf(name, Shards). Required.
+	Shards int
+	// MaxConcurrentRuns caps the runs of this node across all shards
+	// (default 64). A tick is claimed only when a slot is free; a tick
+	// waiting for one is late, not lost, until its starting deadline.
+	MaxConcurrentRuns int
+	// DrainTimeout is how long a release waits for in-flight runs before
+	// cancelling them (default 10 s). The scheduler's Drain takes its bound
+	// from its context; this value is what callers should use for it.
+	DrainTimeout time.Duration
+	// HistoryLen bounds the run history kept in each job's record
+	// (default 20).
+	HistoryLen int
+	// Logger receives the scheduler's logs (nil: discarded).
+	Logger *slog.Logger
+	// Registerer receives the scheduler's metrics (nil: none registered).
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns a Config with every default set; Cluster, Node and
+// Shards remain to be filled in.
+func DefaultConfig() Config {
+	return Config{
+		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
+		DrainTimeout:      DefaultDrainTimeout,
+		HistoryLen:        DefaultHistoryLen,
+	}
+}
+
+// withDefaults fills zero fields with their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxConcurrentRuns == 0 {
+		c.MaxConcurrentRuns = DefaultMaxConcurrentRuns
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.HistoryLen == 0 {
+		c.HistoryLen = DefaultHistoryLen
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Cluster == "":
+		return fmt.Errorf("%w: Cluster is empty", ErrInvalidConfig)
+	case c.Node == "":
+		return fmt.Errorf("%w: Node is empty", ErrInvalidConfig)
+	case c.Shards < 1:
+		return fmt.Errorf("%w: Shards %d < 1", ErrInvalidConfig, c.Shards)
+	case c.MaxConcurrentRuns < 1:
+		return fmt.Errorf("%w: MaxConcurrentRuns %d < 1", ErrInvalidConfig, c.MaxConcurrentRuns)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("%w: DrainTimeout %v < 0", ErrInvalidConfig, c.DrainTimeout)
+	case c.HistoryLen < 1:
+		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
+	}
+	return nil
+}

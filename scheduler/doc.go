@@ -1,0 +1,51 @@
+// Package scheduler turns the job set and shard ownership into runs.
+//
+// Every replica holds every job and knows its next tick (warm followers);
+// only the owner of a job's shard claims and runs its ticks. Ownership
+// arrives as Grants (Acquired) and leaves by Drain or by the Grant's Lost
+// context; claims and completions are fenced writes through a Store. The
+// package imports no etcd package: it is driven by its own small interfaces
+// (contract.go) and tested under testing/synctest with fakes.
+//
+// # Invariants
+//
+//   - One goroutine (Run) owns all mutable state. Acquired, Drain and SetJobs
+//     hand requests to it; runs and commits report back to it. Every goroutine
+//     the scheduler starts is joined before Run returns.
+//   - A tick is claimed at most once per generation: only ticks later than
+//     the record's last claimed tick are claimed (an interrupted tick of an
+//     older token is the one exception: it is re-claimed once, as a re-run).
+//   - Only a successful claim leads to a run, and only while a run slot is
+//     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot is
+//     late, not lost, until its starting deadline.
+//   - Right before every Store.Commit and every Runner.Run the scheduler
+//     checks, synchronously, that the Grant's safe deadline has time left and
+//     its Lost context is not done. It never relies on a timer having fired.
+//   - On Acquired, catch-up (re-runs, handoff ticks, misfire policy) is
+//     decided before any timer of the shard is armed.
+//   - Writes of one job record are serialised: each carries the ModRevision
+//     this owner last wrote or read, so two writes of one owner never race.
+//
+// # Failure model
+//
+// A fence failure (ErrShardLost) stops the shard at once: its runs are
+// cancelled with cause ErrShardLost and the runner kills them without grace.
+// The loss of the safe deadline (the Grant's Lost, cause ErrDeadline) does
+// the same. An unknown outcome (ErrUnknown) is retried with the same record
+// and Rev until the safe deadline; past it the shard stops. A stale record
+// (ErrStale: the record changed under this owner) parks the job for the rest
+// of the generation, unless the Store also implements Loader, in which case
+// the record is re-read and the job goes on. Parking is safe: a claim that
+// landed but was not run stays in flight and the next owner re-runs it.
+//
+// Delivery is at least once across owners and at most once per generation:
+// a run interrupted between its effect and its completion record is run
+// again by the next owner with a larger token (Run.Rerun). Receivers that
+// dedupe on (cluster, job, tick) and reject tokens lower than the highest
+// seen for the shard see each tick take effect once.
+//
+// Runs cancelled by a Drain that timed out, or by the shutdown of Run, are
+// not recorded as complete: they stay in flight and the successor re-runs
+// them. Runs cancelled by policy (replace, timeout, a removed job) are
+// recorded with their outcome and are not re-run.
+package scheduler

@@ -1,0 +1,336 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+type shardState uint8
+
+const (
+	firing   shardState = iota + 1 // owned: claims and runs
+	draining                       // Drain called: no new claims or runs; completions still written
+	stopped                        // lost or superseded: nothing more is written
+)
+
+// ownedShard is one generation of this node's ownership of a shard.
+type ownedShard struct {
+	g Grant
+	// ctx is a child of g.Lost: every run of the shard runs under it, so a
+	// loss cancels the runs (with its cause) even before Run hears of it.
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	state     shardState
+	stoppedAt time.Time
+	jobs      map[string]*jobRec
+	orphans   map[string]Stored // records of jobs not in the job set
+	runs      int               // run goroutines not yet reported
+	// idle is closed by Run once the shard is no longer firing and has no
+	// runs and no writes left: Drain waits for it.
+	idle       chan struct{}
+	idleClosed bool
+	stopWatch  func() bool // stops the loss watcher
+	watching   bool
+}
+
+// check is the synchronous guard before every Commit and every run start.
+// The Grant is immutable, so it is safe from any goroutine.
+func (sh *ownedShard) check() error {
+	if sh.g.Lost.Err() != nil {
+		cause := context.Cause(sh.g.Lost)
+		if !errors.Is(cause, ErrDeadline) && !errors.Is(cause, ErrShardLost) {
+			cause = fmt.Errorf("%w: %v", ErrShardLost, cause)
+		}
+		return fmt.Errorf("shard %d: %w", sh.g.Shard, cause)
+	}
+	if sh.g.Deadline.Remaining() <= 0 {
+		return fmt.Errorf("shard %d: %w", sh.g.Shard, ErrDeadline)
+	}
+	return nil
+}
+
+// jobRec is the owner's view of one job's record in one generation.
+type jobRec struct {
+	sh        *ownedShard
+	e         *jobEntry
+	committed Record // as last written or read
+	rev       int64  // its ModRevision; 0: the record does not exist
+	hi        time.Time
+	queued    []op          // changes not yet sent
+	writing   *pendingWrite // the write in flight or awaiting a retry
+	retryAt   time.Time
+	backoff   time.Duration
+	parked    bool // stale or unreadable: no more writes this generation
+	removed   bool
+	seq       uint64 // arms timer entries; bumped to void them
+	active    int    // claims pending plus runs going
+	runs      map[*run]struct{}
+	replacing bool
+}
+
+func (rec *jobRec) firing() bool {
+	return rec.sh.state == firing && !rec.parked && !rec.removed
+}
+
+func (rec *jobRec) log(s *Scheduler) []any {
+	return []any{"shard", rec.sh.g.Shard, "token", rec.sh.g.Token, "job", rec.e.job.Name}
+}
+
+type acquireReq struct {
+	g    Grant
+	done chan struct{}
+}
+
+type drainReq struct {
+	shard int
+	reply chan drainReply
+}
+
+type drainReply struct {
+	stoppedAt time.Time
+	sh        *ownedShard
+}
+
+type lostEvent struct{ sh *ownedShard }
+
+// Acquired hands this node a shard (the shard package's Handler). It returns
+// once catch-up is decided and the shard's timers are armed; the shard is
+// owned until g.Lost is done or Drain is called. Run must be running.
+func (s *Scheduler) Acquired(g Grant) {
+	done := make(chan struct{})
+	select {
+	case s.reqs <- acquireReq{g: g, done: done}:
+	case <-s.quit:
+		return
+	}
+	select {
+	case <-done:
+	case <-s.quit:
+	}
+}
+
+// Drain stops firing the shard at once and returns that instant, after
+// waiting for the shard's in-flight runs (and their completion records)
+// until ctx is done; then it cancels the runs in an orderly way, leaving
+// them in flight for the successor, and waits for them to end.
+func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) {
+	reply := make(chan drainReply, 1)
+	select {
+	case s.reqs <- drainReq{shard: shard, reply: reply}:
+	case <-s.quit:
+		return time.Now()
+	}
+	var r drainReply
+	select {
+	case r = <-reply:
+	case <-s.quit:
+		return time.Now()
+	}
+	if r.sh == nil {
+		return r.stoppedAt
+	}
+	select {
+	case <-r.sh.idle:
+		return r.stoppedAt
+	case <-ctx.Done():
+	}
+	r.sh.cancel(errDrainTimeout)
+	select {
+	case <-r.sh.idle:
+	case <-s.quit:
+	}
+	return r.stoppedAt
+}
+
+func (s *Scheduler) acquire(g Grant, now time.Time) {
+	log := s.log.With("shard", g.Shard, "token", g.Token)
+	if g.Shard < 0 || g.Shard >= s.cfg.Shards || g.Lost == nil || g.Deadline == nil {
+		log.Error("grant ignored: malformed")
+		return
+	}
+	if old := s.shards[g.Shard]; old != nil && old.state != stopped {
+		if old.g.Token >= g.Token {
+			log.Warn("grant ignored: not newer than the held one", "held", old.g.Token)
+			return
+		}
+		s.stopShard(old, fmt.Errorf("%w: superseded by token %d", ErrShardLost, g.Token))
+	}
+	if g.Lost.Err() != nil {
+		log.Warn("grant ignored: already lost", "err", context.Cause(g.Lost))
+		return
+	}
+	ctx, cancel := context.WithCancelCause(g.Lost)
+	sh := &ownedShard{
+		g: g, ctx: ctx, cancel: cancel, state: firing,
+		jobs:    make(map[string]*jobRec),
+		orphans: make(map[string]Stored),
+		idle:    make(chan struct{}),
+	}
+	s.shards[g.Shard] = sh
+	s.all[sh] = struct{}{}
+	s.owned[g.Shard].Store(true)
+	s.wg.Add(1)
+	sh.watching = true
+	sh.stopWatch = context.AfterFunc(g.Lost, func() {
+		defer s.wg.Done()
+		s.send(lostEvent{sh})
+	})
+
+	var entries []*jobEntry
+	if s.cur != nil {
+		entries = s.cur.byShard[g.Shard]
+	}
+	byName := make(map[string]*jobEntry, len(entries))
+	for _, e := range entries {
+		byName[e.job.Name] = e
+	}
+	// The newest token that wrote any record of the shard: a release older
+	// than it was followed by an owner that did not release (it crashed).
+	var newest int64
+	for name, st := range g.Checkpoint.Records {
+		if byName[name] == nil {
+			sh.orphans[name] = st
+			continue
+		}
+		if r, err := DecodeRecord(st.Value); err == nil {
+			newest = max(newest, r.Token)
+		}
+	}
+	rel := g.Checkpoint.Released
+	if rel != nil && rel.Token < newest {
+		log.Info("release predates a later owner; its ticks follow the misfire policy",
+			"released_token", rel.Token, "newest", newest)
+		rel = nil
+	}
+	recs := make([]*jobRec, 0, len(entries))
+	for _, e := range entries {
+		st, ok := g.Checkpoint.Records[e.job.Name]
+		rec := s.newRec(sh, e, st, ok)
+		s.catchUp(rec, now, rel)
+		recs = append(recs, rec)
+	}
+	// Catch-up is decided for every job before any timer is armed.
+	for _, rec := range recs {
+		s.arm(rec, now)
+	}
+	log.Info("shard acquired", "jobs", len(recs), "records", len(g.Checkpoint.Records))
+}
+
+// newRec builds the owner's view of a job from its stored record, if any.
+func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
+	rec := &jobRec{sh: sh, e: e, runs: make(map[*run]struct{})}
+	sh.jobs[e.job.Name] = rec
+	if !ok {
+		return rec
+	}
+	r, err := DecodeRecord(st.Value)
+	if err != nil {
+		rec.parked = true
+		s.log.Error("job record refused; job parked for this generation", append(rec.log(s), "err", err)...)
+		return rec
+	}
+	rec.committed, rec.rev, rec.hi = r, st.Rev, r.LastClaimed
+	return rec
+}
+
+func (s *Scheduler) drain(n int, now time.Time) drainReply {
+	sh := s.shards[n]
+	if sh == nil {
+		return drainReply{stoppedAt: now}
+	}
+	switch sh.state {
+	case firing:
+		sh.state = draining
+		sh.stoppedAt = now
+		s.owned[n].Store(false)
+		s.dropQueuedClaims(sh)
+		s.log.Info("shard draining", "shard", n, "token", sh.g.Token, "runs", sh.runs)
+	case stopped:
+		if sh.stoppedAt.IsZero() {
+			sh.stoppedAt = now
+		}
+	}
+	s.checkIdle(sh)
+	return drainReply{stoppedAt: sh.stoppedAt, sh: sh}
+}
+
+// stopShard ends a generation at once: runs cancelled with cause, nothing
+// more written.
+func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
+	if sh.state == stopped {
+		return
+	}
+	if cause == nil {
+		cause = ErrShardLost
+	}
+	if sh.state == firing {
+		sh.stoppedAt = time.Now()
+	}
+	sh.state = stopped
+	// Runners compare the cause with the sentinels: hand them the bare one.
+	if errors.Is(cause, ErrDeadline) {
+		sh.cancel(ErrDeadline)
+	} else {
+		sh.cancel(ErrShardLost)
+	}
+	if s.shards[sh.g.Shard] == sh {
+		s.owned[sh.g.Shard].Store(false)
+	}
+	s.dropQueuedClaims(sh)
+	for _, rec := range sh.jobs {
+		rec.queued = nil
+		delete(s.dirty, rec)
+		if _, ok := s.retrying[rec]; ok {
+			delete(s.retrying, rec)
+			s.dropClaims(rec, rec.writing.ops)
+			rec.writing = nil
+		}
+	}
+	s.log.Warn("shard stopped", "shard", sh.g.Shard, "token", sh.g.Token, "runs", sh.runs, "err", cause)
+	s.checkIdle(sh)
+}
+
+// dropQueuedClaims gives back the slots of claims not yet sent.
+func (s *Scheduler) dropQueuedClaims(sh *ownedShard) {
+	for _, rec := range sh.jobs {
+		kept := rec.queued[:0]
+		for _, o := range rec.queued {
+			if o.kind == opClaim {
+				s.dropClaims(rec, []op{o})
+				continue
+			}
+			kept = append(kept, o)
+		}
+		rec.queued = kept
+	}
+}
+
+// checkIdle closes the shard's idle channel once it has nothing left to do.
+func (s *Scheduler) checkIdle(sh *ownedShard) {
+	if sh.idleClosed || sh.state == firing || sh.runs > 0 {
+		return
+	}
+	for _, rec := range sh.jobs {
+		if rec.writing != nil || (len(rec.queued) > 0 && !rec.parked && sh.state != stopped) {
+			return
+		}
+	}
+	sh.idleClosed = true
+	close(sh.idle)
+	if s.shards[sh.g.Shard] == sh {
+		delete(s.shards, sh.g.Shard)
+	}
+	s.stopWatch(sh)
+	delete(s.all, sh)
+}
+
+func (s *Scheduler) stopWatch(sh *ownedShard) {
+	if sh.watching {
+		sh.watching = false
+		if sh.stopWatch() {
+			s.wg.Done()
+		}
+	}
+}

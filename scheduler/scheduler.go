@@ -1,0 +1,265 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Causes of an orderly cancellation of a run (the runner sends SIGTERM,
+// then SIGKILL after its grace period).
+var (
+	errReplaced     = errors.New("scheduler: replaced by a newer tick (concurrency replace)")
+	errJobRemoved   = errors.New("scheduler: job removed from the job set")
+	errDrainTimeout = errors.New("scheduler: drain timeout: run cancelled for release")
+	errStopped      = errors.New("scheduler: scheduler stopped")
+	errTimeout      = errors.New("scheduler: job timeout")
+)
+
+// Scheduler fires the ticks of the jobs whose shards this node owns. Create
+// it with New and drive it with Run.
+type Scheduler struct {
+	cfg    Config
+	log    *slog.Logger
+	store  Store
+	loader Loader // nil unless store implements it
+	runner Runner
+	m      *metrics
+
+	// Shared with other goroutines.
+	setMu       sync.Mutex            // serialises SetJobs
+	table       atomic.Pointer[table] // the newest job set
+	jobsChanged chan struct{}         // buffered 1; SetJobs signals Run
+	owned       []atomic.Bool         // by shard; for Jobs()
+	reqs        chan any              // Acquired and Drain requests; Run receives
+	events      chan any              // runs, commits, loss watchers report; Run receives
+	quit        chan struct{}         // closed by Run when its loop has ended
+	started     atomic.Bool
+
+	// Owned by Run's goroutine.
+	ctx      context.Context // Run's; bounds Store calls
+	cur      *table
+	shards   map[int]*ownedShard      // the current entry per shard
+	all      map[*ownedShard]struct{} // every shard entry not yet idle
+	timers   tickHeap                 // next tick of each armed job
+	waiting  []*waitTick              // due ticks not yet claimed
+	sorted   bool                     // waiting is in order
+	used     int                      // run slots taken (claims pending + runs)
+	dirty    map[*jobRec]struct{}     // records with queued ops
+	retrying map[*jobRec]struct{}     // records whose write waits for a retry
+	wg       sync.WaitGroup           // runs, commits, loss watchers
+}
+
+// New returns a Scheduler; cfg's zero fields take their defaults.
+func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if store == nil || runner == nil {
+		return nil, fmt.Errorf("%w: nil Store or Runner", ErrInvalidConfig)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: metrics: %w", err)
+	}
+	s := &Scheduler{
+		cfg:         cfg,
+		log:         cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node),
+		store:       store,
+		runner:      runner,
+		m:           m,
+		jobsChanged: make(chan struct{}, 1),
+		owned:       make([]atomic.Bool, cfg.Shards),
+		reqs:        make(chan any),
+		events:      make(chan any, 64),
+		quit:        make(chan struct{}),
+		shards:      make(map[int]*ownedShard),
+		all:         make(map[*ownedShard]struct{}),
+		dirty:       make(map[*jobRec]struct{}),
+		retrying:    make(map[*jobRec]struct{}),
+	}
+	if l, ok := store.(Loader); ok {
+		s.loader = l
+	}
+	return s, nil
+}
+
+// Run owns the scheduler's state until ctx is done; then it cancels every
+// run (an orderly cancel: such runs stay in flight for the successor) and
+// returns once every goroutine it started has ended. It may be called once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run called twice")
+	}
+	s.ctx = ctx
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		s.step(now)
+		if w, ok := s.nextWake(); ok {
+			timer.Reset(max(w.Sub(time.Now()), 0))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			s.shutdown()
+			return nil
+		case r := <-s.reqs:
+			s.handleRequest(r)
+		case ev := <-s.events:
+			s.handleEvent(ev)
+		case <-s.jobsChanged:
+			s.installJobs(time.Now())
+		case <-timer.C:
+		}
+	}
+}
+
+func (s *Scheduler) handleRequest(r any) {
+	switch r := r.(type) {
+	case acquireReq:
+		s.acquire(r.g, time.Now())
+		close(r.done)
+	case drainReq:
+		r.reply <- s.drain(r.shard, time.Now())
+	}
+}
+
+func (s *Scheduler) handleEvent(ev any) {
+	switch ev := ev.(type) {
+	case lostEvent:
+		s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost))
+	case runDone:
+		s.runEnded(ev)
+	case commitDone:
+		s.committed(ev, time.Now())
+	case loadDone:
+		s.loaded(ev)
+	}
+}
+
+// step does what is due at now: fires armed ticks, retries writes, claims
+// waiting ticks and sends the writes of this instant in one Commit.
+func (s *Scheduler) step(now time.Time) {
+	if s.cur == nil && s.table.Load() != nil {
+		s.installJobs(now)
+	}
+	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
+		t := heap.Pop(&s.timers).(timerEntry)
+		s.fire(t, now)
+	}
+	for rec := range s.retrying {
+		if !rec.retryAt.After(now) {
+			delete(s.retrying, rec)
+			s.dirty[rec] = struct{}{}
+		}
+	}
+	s.dispatch(now)
+	s.flush()
+}
+
+// nextWake is when step has something to do next.
+func (s *Scheduler) nextWake() (time.Time, bool) {
+	var w time.Time
+	ok := false
+	take := func(t time.Time) {
+		if !ok || t.Before(w) {
+			w, ok = t, true
+		}
+	}
+	if len(s.timers) > 0 {
+		take(s.timers[0].at)
+	}
+	for rec := range s.retrying {
+		take(rec.retryAt)
+	}
+	for _, wt := range s.waiting {
+		if d := wt.rec.e.job.StartingDeadline.D(); d > 0 && !wt.rerun {
+			take(wt.tick.Add(d).Add(time.Nanosecond))
+		}
+	}
+	return w, ok
+}
+
+// shutdown cancels every shard's runs and joins every goroutine.
+func (s *Scheduler) shutdown() {
+	for sh := range s.all {
+		sh.cancel(errStopped)
+		s.owned[sh.g.Shard].Store(false)
+		s.stopWatch(sh)
+	}
+	close(s.quit)
+	s.wg.Wait()
+	s.log.Info("scheduler stopped")
+}
+
+// send delivers an event to Run, or drops it once Run has ended.
+func (s *Scheduler) send(ev any) {
+	select {
+	case s.events <- ev:
+	case <-s.quit:
+	}
+}
+
+// timerEntry arms one job's next tick; it is void once rec.seq moved on.
+type timerEntry struct {
+	at  time.Time
+	rec *jobRec
+	seq uint64
+}
+
+type tickHeap []timerEntry
+
+func (h tickHeap) Len() int { return len(h) }
+func (h tickHeap) Less(i, j int) bool {
+	return h[i].at.Before(h[j].at)
+}
+func (h tickHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *tickHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
+func (h *tickHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = timerEntry{}
+	*h = old[:len(old)-1]
+	return x
+}
+
+// arm schedules rec's next tick after from, voiding earlier entries.
+func (s *Scheduler) arm(rec *jobRec, from time.Time) {
+	rec.seq++
+	if !rec.firing() || rec.e.job.Suspend {
+		return
+	}
+	if from.Before(rec.hi) {
+		from = rec.hi
+	}
+	next := rec.e.sched.Next(from)
+	if next.IsZero() {
+		return
+	}
+	heap.Push(&s.timers, timerEntry{at: next, rec: rec, seq: rec.seq})
+}
+
+// fire handles an armed tick that came due: it waits for a claim, and the
+// job's following tick is armed.
+func (s *Scheduler) fire(t timerEntry, now time.Time) {
+	rec := t.rec
+	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
+		return
+	}
+	if t.at.After(rec.hi) {
+		s.enqueue(&waitTick{rec: rec, tick: t.at})
+	}
+	next := rec.e.sched.Next(t.at)
+	if !next.IsZero() {
+		heap.Push(&s.timers, timerEntry{at: next, rec: rec, seq: rec.seq})
+	}
+}

@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"errors"
+	"time"
+)
+
+type loadDone struct {
+	rec *jobRec
+	pw  *pendingWrite
+	st  Stored
+	err error
+}
+
+// stale handles a write refused because the record changed under this
+// owner: re-read it when the Store can, else park the job.
+func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
+	if s.loader == nil {
+		rec.parked = true
+		s.dropClaims(rec, rec.queued)
+		rec.queued = nil
+		s.log.Error("job record changed under this owner; job parked until the shard is next acquired",
+			append(rec.log(s), "err", err)...)
+		return
+	}
+	s.log.Warn("job record changed under this owner; re-reading it", append(rec.log(s), "err", err)...)
+	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
+	pw.sent = true
+	sh, name := rec.sh, rec.e.job.Name
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var d loadDone
+		if err := sh.check(); err != nil {
+			d = loadDone{rec: rec, pw: pw, err: err}
+		} else {
+			st, err := s.loader.Load(s.ctx, sh.g.Shard, sh.g.Token, name)
+			d = loadDone{rec: rec, pw: pw, st: st, err: err}
+		}
+		s.send(d)
+	}()
+}
+
+// loaded merges a re-read record with the changes of the refused write: a
+// claim that landed runs now; a completion or skip that did not land is
+// queued again.
+func (s *Scheduler) loaded(d loadDone) {
+	rec, sh := d.rec, d.rec.sh
+	rec.writing = nil
+	defer s.checkIdle(sh)
+	if d.err != nil {
+		if errors.Is(d.err, ErrShardLost) || errors.Is(d.err, ErrDeadline) {
+			s.stopShard(sh, d.err)
+			return
+		}
+		rec.parked = true
+		s.log.Error("job record re-read failed; job parked", append(rec.log(s), "err", d.err)...)
+		return
+	}
+	if sh.state == stopped {
+		return
+	}
+	var r Record
+	if d.st.Value != nil {
+		var err error
+		if r, err = DecodeRecord(d.st.Value); err != nil {
+			rec.parked = true
+			s.log.Error("job record refused; job parked", append(rec.log(s), "err", err)...)
+			return
+		}
+	}
+	rec.committed, rec.rev = r, d.st.Rev
+	token := sh.g.Token
+	mine := func(t time.Time) bool {
+		for _, f := range r.InFlight {
+			if f.Tick.Equal(t) && f.Token == token {
+				return true
+			}
+		}
+		return false
+	}
+	var requeue []op
+	now := time.Now()
+	for _, o := range d.pw.ops {
+		switch o.kind {
+		case opClaim:
+			if mine(o.tick) && sh.state == firing && !rec.removed {
+				s.used++
+				rec.active++
+				s.startRun(rec, o.tick, o.rerun, now)
+			} else if (o.tick.After(r.LastClaimed) || o.rerun) && sh.state == firing && !rec.removed {
+				s.used++ // the slot it held a moment ago
+				rec.active++
+				requeue = append(requeue, o)
+			}
+		case opComplete:
+			if mine(o.tick) {
+				requeue = append(requeue, o)
+			}
+		case opSkip:
+			if o.tick.After(r.LastClaimed) {
+				requeue = append(requeue, o)
+			}
+		}
+	}
+	rec.queued = append(requeue, rec.queued...)
+	if len(rec.queued) > 0 {
+		s.dirty[rec] = struct{}{}
+	}
+}
