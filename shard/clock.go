@@ -1,0 +1,5 @@
+package shard
+
+import "time"
+
+var timeNow = time.Now

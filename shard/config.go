@@ -1,0 +1,124 @@
+package shard
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/lease"
+)
+
+// Defaults of Config.
+const (
+	DefaultDrainTimeout = 10 * time.Second
+	DefaultSettleDelay  = time.Second
+	DefaultResyncEvery  = 10 * time.Second
+	// DefaultAcquireParallelism bounds concurrent acquisitions (each one
+	// transaction, one ranged read of the checkpoint and a Handler call).
+	DefaultAcquireParallelism = 16
+)
+
+// Config of a Manager. Zero fields take their defaults; New validates.
+type Config struct {
+	// Cluster is the cluster name (keyspace.ValidCluster). Used in logs.
+	Cluster string
+	// Node is this replica's id, unique in the cluster. Required.
+	Node string
+	// Address is where this replica serves HTTP, published in its member
+	// key for the dashboard and `status`. Optional.
+	Address string
+	// Version is this build's version, published in the member key.
+	// Optional.
+	Version string
+	// Lease configures the node's session (TTL, margin, ...).
+	Lease lease.Config
+	// DrainTimeout bounds Handler.Drain for a shard that is released
+	// (rebalance or shutdown). Default 10 s.
+	DrainTimeout time.Duration
+	// SettleDelay is how long a newly seen member waits before it counts
+	// in the assignment, so a cold start of N replicas rebalances once
+	// rather than N−1 times. Departures count at once. Default 1 s.
+	SettleDelay time.Duration
+	// ResyncEvery is the period of the linearizable re-read of own/ that
+	// backs up the watch (the reconcile loop is level-triggered). Default
+	// 10 s.
+	ResyncEvery time.Duration
+	// OrphanAfter is how long a shard may stay free before the next member
+	// in its preference list takes it (the k-th after k × OrphanAfter).
+	// Default 2 × the lease TTL.
+	OrphanAfter time.Duration
+	// AcquireParallelism bounds concurrent acquisitions. Default 16.
+	AcquireParallelism int
+	// Logger receives the Manager's messages. Default: discard.
+	Logger *slog.Logger
+	// Registerer, when not nil, receives the Manager's metrics.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns the defaults for node in cluster.
+func DefaultConfig(cluster, node string) Config {
+	return Config{Cluster: cluster, Node: node, Lease: lease.DefaultConfig()}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	if c.Lease.TTL == 0 {
+		c.Lease.TTL = lease.DefaultTTL
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.SettleDelay == 0 {
+		c.SettleDelay = DefaultSettleDelay
+	}
+	if c.ResyncEvery == 0 {
+		c.ResyncEvery = DefaultResyncEvery
+	}
+	if c.OrphanAfter == 0 {
+		c.OrphanAfter = 2 * c.Lease.TTL
+	}
+	if c.AcquireParallelism == 0 {
+		c.AcquireParallelism = DefaultAcquireParallelism
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first problem with c (zero fields count as their
+// defaults), wrapped in ErrInvalid.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case keyspace.ValidCluster(c.Cluster) != nil:
+		return fmt.Errorf("%w: %w", ErrInvalid, keyspace.ValidCluster(c.Cluster))
+	case c.Node == "":
+		return fmt.Errorf("%w: Node is required", ErrInvalid)
+	case len(c.Node) > 253:
+		return fmt.Errorf("%w: Node %q is longer than 253 bytes", ErrInvalid, c.Node)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalid, c.DrainTimeout)
+	case c.SettleDelay < 0:
+		return fmt.Errorf("%w: SettleDelay %v is negative", ErrInvalid, c.SettleDelay)
+	case c.ResyncEvery < 100*time.Millisecond:
+		return fmt.Errorf("%w: ResyncEvery %v is under 100ms", ErrInvalid, c.ResyncEvery)
+	case c.OrphanAfter < c.Lease.TTL:
+		// A shard is free for up to a TTL after its owner crashed while the
+		// desired successor takes it; taking orphans sooner only churns.
+		return fmt.Errorf("%w: OrphanAfter %v is under the lease TTL %v", ErrInvalid, c.OrphanAfter, c.Lease.TTL)
+	case c.AcquireParallelism < 1:
+		return fmt.Errorf("%w: AcquireParallelism %d is under 1", ErrInvalid, c.AcquireParallelism)
+	}
+	for _, r := range c.Node {
+		if r == '/' || r < ' ' || r == 0x7f {
+			return fmt.Errorf("%w: Node %q contains '/' or a control character", ErrInvalid, c.Node)
+		}
+	}
+	if err := c.Lease.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}

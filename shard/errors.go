@@ -1,0 +1,21 @@
+package shard
+
+import "errors"
+
+// Errors of the package, checked with errors.Is.
+var (
+	// ErrFormat: the cluster's meta is in a newer format than this build
+	// reads, or holds parameters this build cannot serve.
+	ErrFormat = errors.New("shard: unsupported cluster meta")
+	// ErrInvalid: a bad Config.
+	ErrInvalid = errors.New("shard: invalid config")
+	// ErrDuplicateNode: another live replica holds this node id's member
+	// key for longer than one lease TTL. Node ids must be unique.
+	ErrDuplicateNode = errors.New("shard: node id in use by a live replica")
+	// ErrNoSpace: etcd raised its NOSPACE alarm or refused a write for
+	// lack of space; the node is not ready.
+	ErrNoSpace = errors.New("shard: etcd out of space")
+	// ErrNotReady: the node's session is not valid (starting, or lost and
+	// being replaced).
+	ErrNotReady = errors.New("shard: no valid session")
+)

@@ -1,0 +1,214 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// Handler receives ownership events. *scheduler.Scheduler implements it.
+type Handler interface {
+	// Acquired hands over a shard this node just acquired, with the
+	// checkpoint read after the acquisition. It should finish catch-up
+	// quickly; Store may be used during the call. Called from a worker
+	// goroutine, concurrently for different shards.
+	Acquired(g scheduler.Grant)
+	// Drain stops firing shard, waits for (or cancels) its runs until ctx
+	// ends (Config.DrainTimeout), and returns when the shard stopped
+	// firing; the successor runs every tick due since then. Called only
+	// after Acquired returned for the shard's Grant, once per Grant, and
+	// never when the Grant was lost (its Lost context is its stop signal).
+	Drain(ctx context.Context, shard int) (stoppedAt time.Time)
+}
+
+// Manager keeps this node's share of the shards. Build it with New, run it
+// with Run (once).
+type Manager struct {
+	cli     *clientv3.Client
+	ks      keyspace.Space
+	meta    Meta
+	params  rebalance.Params
+	cfg     Config
+	h       Handler
+	log     *slog.Logger
+	met     *metrics
+	started time.Time
+	ran     atomic.Bool
+
+	// poke wakes the loop when something outside it changed a holding (a
+	// fenced write found the shard lost). Buffered 1; never closed.
+	poke chan struct{}
+
+	mu      sync.Mutex
+	sess    *lease.Session // the current session; nil between sessions
+	held    map[int]*holding
+	v       *view // written by the loop under mu; read by State
+	assign  rebalance.Assignment
+	alarm   bool      // etcd reports a NOSPACE alarm
+	noSpace time.Time // the last write refused for lack of space
+	wErr    error     // the last write's RPC error, cleared by a success
+	wErrAt  time.Time
+
+	bg sync.WaitGroup // revocations of lost sessions; joined by Run
+}
+
+// holding is one shard this node holds under its current session.
+type holding struct {
+	tok    lease.Token
+	since  time.Time
+	lost   context.Context
+	cancel context.CancelCauseFunc
+	// Loop-owned fields below.
+	phase     phase
+	stoppedAt time.Time
+}
+
+type phase int
+
+const (
+	granting  phase = iota // acquired; Handler.Acquired running
+	active                 // granted
+	draining               // Handler.Drain running
+	releasing              // drained, Lost cancelled; release pending or sent
+	ungranted              // acquired but the checkpoint is unreadable
+)
+
+// New checks cfg and meta and returns a Manager for ks's cluster. h
+// receives the ownership events.
+func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handler) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := meta.Validate(); err != nil {
+		return nil, err
+	}
+	if cli == nil || h == nil {
+		return nil, fmt.Errorf("%w: a client and a Handler are required", ErrInvalid)
+	}
+	cfg = cfg.withDefaults()
+	m := &Manager{
+		cli:     cli,
+		ks:      ks,
+		meta:    meta,
+		params:  meta.Params(),
+		cfg:     cfg,
+		h:       h,
+		log:     cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node),
+		started: time.Now().UTC().Truncate(time.Millisecond),
+		poke:    make(chan struct{}, 1),
+		held:    map[int]*holding{},
+		v:       newView(),
+	}
+	if cfg.Lease.Logger == nil {
+		m.cfg.Lease.Logger = m.log
+	}
+	m.assign, _ = rebalance.Assign(nil, m.params) // params validated with meta
+	met, err := newMetrics(cfg.Registerer, meta.Shards)
+	if err != nil {
+		return nil, err
+	}
+	m.met = met
+	return m, nil
+}
+
+// Meta returns the cluster meta the Manager obeys.
+func (m *Manager) Meta() Meta { return m.meta }
+
+// Run keeps this node in the cluster until ctx is cancelled: it starts a
+// session, joins, and reconciles; when the session is lost it stops every
+// Grant at once and starts over with a new session. When ctx is cancelled it
+// leaves gracefully (member key first, then drain and release every shard,
+// then revoke) and returns nil. It returns an error only for what an
+// operator must fix (ErrDuplicateNode). Run may be called once.
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.ran.CompareAndSwap(false, true) {
+		return errors.New("shard: Run called twice")
+	}
+	defer m.bg.Wait()
+	retry := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
+	for ctx.Err() == nil {
+		gctx, cancel := context.WithTimeout(ctx, m.cfg.Lease.TTL/2)
+		sess, err := lease.NewSession(gctx, m.cli, m.ks, m.cfg.Lease)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("cannot start a lease session; retrying", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(retry):
+			}
+			continue
+		}
+		err = m.runSession(ctx, sess)
+		if err != nil || ctx.Err() != nil {
+			sess.Close()
+			return err
+		}
+		// Lost: revoke the old lease in the background (always safe: this
+		// node no longer acts under it) and start a new session at once.
+		m.bg.Add(1)
+		go func() { defer m.bg.Done(); sess.Close() }()
+	}
+	return nil
+}
+
+// runSession runs one session until it is lost (nil error, ctx live), ctx
+// is cancelled and the node has left (nil error), or a fatal error.
+func (m *Manager) runSession(ctx context.Context, sess *lease.Session) error {
+	l := newLoop(m, sess)
+	m.mu.Lock()
+	m.sess = sess
+	m.mu.Unlock()
+	m.met.session.Set(1)
+	defer l.end()
+
+	if _, err := m.register(ctx, sess); err != nil {
+		if errors.Is(err, ErrDuplicateNode) {
+			return err
+		}
+		return nil // ctx cancelled or session lost: Run decides
+	}
+	return l.run(ctx)
+}
+
+// dropAll ends every holding of the session (cause) and forgets it.
+func (m *Manager) dropAll(cause error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s, h := range m.held {
+		h.cancel(cause)
+		delete(m.held, s)
+		if h.phase != releasing {
+			m.met.lost.WithLabelValues(causeLabel(cause)).Inc()
+		}
+	}
+	m.sess = nil
+	m.met.owned.Set(0)
+	m.met.session.Set(0)
+}
+
+func causeLabel(err error) string {
+	if errors.Is(err, scheduler.ErrDeadline) {
+		return "deadline"
+	}
+	return "fenced"
+}
+
+func (m *Manager) wake() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
+	}
+}

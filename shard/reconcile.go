@@ -1,0 +1,312 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// Worker results.
+type (
+	acquireDone struct {
+		shard int
+		h     *holding // nil when the acquisition failed
+		err   error
+	}
+	drainDone struct {
+		h         *holding
+		stoppedAt time.Time
+	}
+	releaseDone struct {
+		hs   []*holding
+		errs []error
+		err  error
+	}
+)
+
+// reconcile compares the desired assignment with what is held and starts
+// what closes the gap. It is level-triggered: it looks only at the current
+// view and holdings, never at what changed.
+func (l *loop) reconcile(now time.Time) {
+	me := l.m.cfg.Node
+	names, settle := l.v.counted(now)
+	a := l.assignment(names)
+	l.wakeAt = settle
+
+	l.m.mu.Lock()
+	var drain, release []*holding
+	for s, h := range l.m.held {
+		switch h.phase {
+		case granting:
+		case active, ungranted:
+			if h.lost.Err() != nil {
+				// A fenced write found the shard lost (Store cancelled it).
+				l.forget(s, h, "lost")
+				continue
+			}
+			sv, present := l.v.shards[s]
+			if (present && sv.token != h.tok.Generation) || (!present && l.v.rev >= h.tok.Generation) {
+				h.cancel(scheduler.ErrShardLost)
+				l.forget(s, h, "lost")
+				continue
+			}
+			if desired := a.Owner(s); l.stopping || (desired != "" && desired != me) {
+				if h.phase == ungranted {
+					h.cancel(scheduler.ErrShardLost)
+					h.stoppedAt = h.since
+					h.phase = releasing
+					release = append(release, h)
+				} else {
+					h.phase = draining
+					drain = append(drain, h)
+				}
+			}
+		case releasing:
+			if !l.releasing && !now.Before(l.relRetry) {
+				release = append(release, h)
+			}
+		}
+	}
+	held := len(l.m.held)
+	l.m.mu.Unlock()
+
+	for _, h := range drain {
+		l.wg.Add(1)
+		go l.drain(h)
+	}
+	if len(release) > 0 && !l.releasing {
+		l.releasing = true
+		l.wg.Add(1)
+		go l.release(release)
+	}
+	l.m.met.owned.Set(float64(held))
+	l.publish()
+	if l.stopping || !slices.Contains(names, me) {
+		return // not counted yet (settling), or leaving: acquire nothing
+	}
+	for s := range l.m.meta.Shards {
+		if len(l.acquiring) >= l.m.cfg.AcquireParallelism {
+			return // the next result brings another pass
+		}
+		if _, ok := l.v.shards[s]; ok || l.acquiring[s] || l.isHeld(s) {
+			continue
+		}
+		if t := l.retryAt[s]; now.Before(t) {
+			l.soon(t)
+			continue
+		}
+		rank := 0
+		if a.Owner(s) != me {
+			pref, err := a.Preference(s, len(names))
+			if err != nil {
+				continue
+			}
+			rank = slices.Index(pref, me)
+			if rank < 1 {
+				continue
+			}
+			at := l.v.freeSince[s].Add(time.Duration(rank) * l.m.cfg.OrphanAfter)
+			if now.Before(at) {
+				l.soon(at)
+				continue
+			}
+			l.m.log.Info("taking orphaned shard", "shard", s, "desired", a.Owner(s), "rank", rank,
+				"free_ms", now.Sub(l.v.freeSince[s]).Milliseconds())
+		}
+		l.acquiring[s] = true
+		l.wg.Add(1)
+		go l.acquire(s)
+	}
+}
+
+func (l *loop) soon(t time.Time) {
+	if l.wakeAt.IsZero() || t.Before(l.wakeAt) {
+		l.wakeAt = t
+	}
+}
+
+func (l *loop) isHeld(s int) bool {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	_, ok := l.m.held[s]
+	return ok
+}
+
+// forget removes a holding; mu held.
+func (l *loop) forget(s int, h *holding, why string) {
+	delete(l.m.held, s)
+	if why == "lost" {
+		l.m.met.lost.WithLabelValues(causeLabel(context.Cause(h.lost))).Inc()
+		l.m.log.Warn("shard lost", "shard", s, "token", h.tok.Generation, "err", context.Cause(h.lost))
+	}
+}
+
+// assignment returns the desired assignment for the counted members,
+// recomputed only when they change.
+func (l *loop) assignment(names []string) rebalance.Assignment {
+	names = rebalance.Normalize(names)
+	key := strings.Join(names, "\x00")
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	if key == l.members {
+		return l.m.assign
+	}
+	a, err := rebalance.Assign(names, l.m.params)
+	if err != nil {
+		// Params were validated with meta; keep the previous assignment.
+		l.m.log.Error("assignment failed", "err", err)
+		return l.m.assign
+	}
+	if l.members != "\x00" {
+		st := rebalance.Moves(l.m.assign, a)
+		l.m.log.Info("membership changed", "members", len(names), "moved", st.Moved, "ideal", st.Ideal,
+			"mine", len(a.Shards(l.m.cfg.Node)))
+	}
+	l.members = key
+	l.m.assign = a
+	l.m.met.members.Set(float64(len(names)))
+	return a
+}
+
+// handle applies a worker's result.
+func (l *loop) handle(r any) {
+	switch r := r.(type) {
+	case acquireDone:
+		delete(l.acquiring, r.shard)
+		if r.err != nil {
+			if !errors.Is(r.err, lease.ErrHeld) && l.sess.Context().Err() == nil {
+				l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
+			}
+			l.retryAt[r.shard] = time.Now().Add(l.retry())
+			return
+		}
+		delete(l.retryAt, r.shard)
+		l.m.mu.Lock()
+		if r.h.phase == granting {
+			r.h.phase = active
+		}
+		l.m.mu.Unlock()
+	case drainDone:
+		// The scheduler stopped firing: end the Grant before the release,
+		// so no instant sees this Grant live while a successor holds one.
+		r.h.cancel(scheduler.ErrShardLost)
+		l.m.mu.Lock()
+		r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
+		l.m.mu.Unlock()
+	case releaseDone:
+		l.releasing = false
+		l.m.mu.Lock()
+		failed := 0
+		for i, h := range r.hs {
+			err := r.err
+			if r.errs != nil {
+				err = r.errs[i]
+			}
+			if err == nil || errors.Is(err, lease.ErrNotHeld) {
+				if l.m.held[h.tok.Shard] == h {
+					delete(l.m.held, h.tok.Shard)
+				}
+				l.m.met.released.Inc()
+				l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
+				continue
+			}
+			failed++
+		}
+		l.m.mu.Unlock()
+		if failed > 0 {
+			l.relRetry = time.Now().Add(l.retry())
+			if l.sess.Context().Err() == nil {
+				l.m.log.Warn("release failed; retrying", "shards", failed, "err", r.err)
+			}
+		}
+	}
+}
+
+// acquire takes shard s, reads its checkpoint and hands it to the Handler.
+func (l *loop) acquire(s int) {
+	defer l.wg.Done()
+	ctx := l.sess.Context()
+	actx, cancel := context.WithTimeout(ctx, l.sess.TTL()/3)
+	acquired := time.Now().UTC()
+	tok, err := l.sess.Acquire(actx, s, encode(OwnerInfo{Node: l.m.cfg.Node, Acquired: acquired}))
+	cancel()
+	if err != nil {
+		l.send(acquireDone{shard: s, err: err})
+		return
+	}
+	h := &holding{tok: tok, since: acquired}
+	h.lost, h.cancel = context.WithCancelCause(l.lostCtx)
+	cp, err := l.checkpoint(ctx, s)
+	l.m.mu.Lock()
+	h.phase = granting
+	if err != nil {
+		h.phase = ungranted
+	}
+	l.m.held[s] = h
+	l.m.mu.Unlock()
+	l.m.met.acquired.Inc()
+	if err != nil {
+		if ctx.Err() == nil {
+			l.m.log.Error("shard acquired but its checkpoint is unreadable; holding it without running it",
+				"shard", s, "token", tok.Generation, "err", err)
+		}
+		l.send(acquireDone{shard: s, h: h})
+		return
+	}
+	l.m.log.Debug("acquired", "shard", s, "token", tok.Generation)
+	l.m.h.Acquired(scheduler.Grant{Shard: s, Token: tok.Generation, Lost: h.lost, Deadline: l.sess, Checkpoint: cp})
+	l.send(acquireDone{shard: s, h: h})
+}
+
+// checkpoint reads the shard's records in one ranged Get, retrying RPC
+// errors while the session lives. A marker in a newer format is an error
+// that retrying cannot fix.
+func (l *loop) checkpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, l.sess.TTL()/3)
+		cp, err := l.m.readCheckpoint(rctx, s)
+		cancel()
+		if err == nil || errors.Is(err, lease.ErrInvalid) || ctx.Err() != nil {
+			return cp, err
+		}
+		select {
+		case <-ctx.Done():
+			return cp, fmt.Errorf("%w: %w", errUngranted, context.Cause(ctx))
+		case <-time.After(l.retry()):
+		}
+	}
+}
+
+// drain stops the shard in the Handler, bounded by the drain timeout, and
+// ended at once by the session's loss.
+func (l *loop) drain(h *holding) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(l.lostCtx, l.m.cfg.DrainTimeout)
+	stoppedAt := l.m.h.Drain(ctx, h.tok.Shard)
+	cancel()
+	if stoppedAt.IsZero() {
+		stoppedAt = time.Now()
+	}
+	l.send(drainDone{h: h, stoppedAt: stoppedAt})
+}
+
+// release sends one batched Release for hs (whose Grants are already
+// ended).
+func (l *loop) release(hs []*holding) {
+	defer l.wg.Done()
+	rs := make([]lease.Release, len(hs))
+	for i, h := range hs {
+		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.stoppedAt}
+	}
+	ctx, cancel := context.WithTimeout(l.sess.Context(), l.sess.TTL()/2)
+	errs, err := l.sess.Release(ctx, rs)
+	cancel()
+	l.send(releaseDone{hs: hs, errs: errs, err: err})
+}

@@ -1,0 +1,154 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// State is a snapshot of ownership as this node sees it, served at
+// /api/v1/state.
+type State struct {
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
+	// Shards is S.
+	Shards  int           `json:"shard_count"`
+	Session SessionState  `json:"session"`
+	Members []MemberState `json:"members"`
+	// Owned is how many shards this node holds; Unowned how many have no
+	// owner in etcd.
+	Owned    int          `json:"owned"`
+	Unowned  int          `json:"unowned"`
+	ShardSet []ShardState `json:"shards"`
+}
+
+// SessionState describes this node's lease session.
+type SessionState struct {
+	Valid       bool   `json:"valid"`
+	LeaseID     string `json:"lease_id,omitempty"`
+	RemainingMs int64  `json:"remaining_ms"`
+}
+
+// MemberState is one member key.
+type MemberState struct {
+	Node    string    `json:"node"`
+	Address string    `json:"address,omitempty"`
+	Started time.Time `json:"started"`
+	Version string    `json:"version,omitempty"`
+	// Counted: the member has settled and counts in the assignment (as
+	// this node sees it).
+	Counted bool `json:"counted"`
+}
+
+// ShardState is one shard.
+type ShardState struct {
+	Shard int `json:"shard"`
+	// Owner is the node holding the shard's lease; "" when free.
+	Owner string `json:"owner"`
+	// Token is the holder's generation (fencing token); 0 when free.
+	Token int64 `json:"generation"`
+	// Since is when the holder acquired it.
+	Since time.Time `json:"since,omitzero"`
+	// Desired is the owner the assignment wants.
+	Desired string `json:"desired"`
+	// Mine: this node holds it under a token its own Acquire returned and
+	// its Grant is live.
+	Mine bool `json:"mine"`
+}
+
+// State returns a snapshot of ownership as this node sees it.
+func (m *Manager) State() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := State{Cluster: m.cfg.Cluster, Node: m.cfg.Node, Shards: m.meta.Shards, ShardSet: make([]ShardState, m.meta.Shards)}
+	if m.sess != nil {
+		st.Session = SessionState{Valid: m.sess.Valid(), LeaseID: fmt.Sprintf("%016x", int64(m.sess.LeaseID())),
+			RemainingMs: max(0, m.sess.Remaining().Milliseconds())}
+	}
+	now := time.Now()
+	for n, mv := range m.v.members {
+		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
+			Version: mv.info.Version, Counted: !mv.countAt.After(now)})
+	}
+	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
+	for s := range st.ShardSet {
+		ss := ShardState{Shard: s, Desired: m.assign.Owner(s)}
+		if sv, ok := m.v.shards[s]; ok {
+			ss.Owner, ss.Token, ss.Since = sv.owner.Node, sv.token, sv.owner.Acquired
+		} else {
+			st.Unowned++
+		}
+		if h, ok := m.held[s]; ok && h.lost.Err() == nil {
+			ss.Mine = true
+			st.Owned++
+			if ss.Token == 0 {
+				// Acquired, not yet seen by the watch.
+				ss.Owner, ss.Token, ss.Since = m.cfg.Node, h.tok.Generation, h.since
+				st.Unowned--
+			}
+		}
+		st.ShardSet[s] = ss
+	}
+	return st
+}
+
+// publish updates the gauges that the snapshot feeds.
+func (l *loop) publish() {
+	l.m.mu.Lock()
+	unowned := l.m.meta.Shards - len(l.m.v.shards)
+	l.m.mu.Unlock()
+	l.m.met.unowned.Set(float64(unowned))
+}
+
+// How long a refused write keeps the node unready.
+const writeErrorWindow = 30 * time.Second
+
+// Ready reports whether this node can act: its session is valid, etcd has
+// no NOSPACE alarm, and its recent writes did not fail (keepalives alone
+// succeeding must never look healthy). Nil means ready.
+func (m *Manager) Ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.sess == nil || !m.sess.Valid():
+		return ErrNotReady
+	case m.alarm:
+		return fmt.Errorf("%w: etcd NOSPACE alarm raised", ErrNoSpace)
+	case !m.noSpace.IsZero() && time.Since(m.noSpace) < writeErrorWindow:
+		return fmt.Errorf("%w: a write was refused %v ago", ErrNoSpace, time.Since(m.noSpace).Round(time.Second))
+	case m.wErr != nil && time.Since(m.wErrAt) < writeErrorWindow:
+		return fmt.Errorf("shard: writes failing: %w: %w", scheduler.ErrUnknown, m.wErr)
+	}
+	return nil
+}
+
+// readCheckpoint reads every record of shard s in one ranged Get.
+func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {
+	prefix := m.ks.ShardTicks(s)
+	resp, err := m.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return scheduler.Checkpoint{}, fmt.Errorf("shard: read checkpoint of shard %d: %w", s, err)
+	}
+	cp := scheduler.Checkpoint{Records: make(map[string]scheduler.Stored, len(resp.Kvs))}
+	released := m.ks.Released(s)
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if key == released {
+			mk, err := lease.ParseMarker(kv.Value)
+			if err != nil {
+				return scheduler.Checkpoint{}, fmt.Errorf("shard %d: %w", s, err)
+			}
+			cp.Released = &scheduler.Released{StoppedAt: mk.StoppedAt, Token: mk.Generation}
+			continue
+		}
+		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
+	}
+	return cp, nil
+}

@@ -1,0 +1,226 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// MaxTxnOps is the most comparisons plus operations one Store transaction
+// carries (etcd's default --max-txn-ops is 128 and limits comparisons and
+// each branch separately; counting them together keeps the failure branch,
+// which reads every compared key back, within the limit too).
+const MaxTxnOps = 128
+
+// store implements scheduler.Store on the Manager's current session.
+type store struct{ m *Manager }
+
+// Store returns the fenced record store for the scheduler.
+func (m *Manager) Store() scheduler.Store { return store{m} }
+
+// Commit writes in transactions of at most MaxTxnOps comparisons plus
+// operations: one fence comparison (lease.Guard) per distinct shard, one
+// ModRevision comparison and one put or delete per write. Right before each
+// transaction it checks the session's Valid() synchronously. When a
+// transaction fails, its failure branch has read every compared key in the
+// same round trip: writes of a shard whose fence failed get ErrShardLost
+// (and the shard's Grant is ended), writes whose record changed get
+// ErrStale, and the others are sent again. An RPC error gives ErrUnknown.
+func (s store) Commit(ctx context.Context, writes []scheduler.Write) []scheduler.WriteResult {
+	res := make([]scheduler.WriteResult, len(writes))
+	pending := make([]int, len(writes))
+	for i := range pending {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		batch, rest := s.batch(writes, pending)
+		retry := s.txn(ctx, writes, batch, res)
+		pending = append(retry, rest...)
+	}
+	return res
+}
+
+// batch takes writes from the front of pending while they fit one
+// transaction, never two writes of one key (etcd refuses that, and the
+// second depends on the first). The remainder keeps its order.
+func (s store) batch(writes []scheduler.Write, pending []int) (batch, rest []int) {
+	shards := map[int]bool{}
+	keys := map[string]bool{}
+	used := 0
+	for _, i := range pending {
+		w := writes[i]
+		cost := 2
+		if !shards[w.Shard] {
+			cost++
+		}
+		key := s.m.ks.Tick(w.Shard, w.Job)
+		if used+cost > MaxTxnOps || keys[key] {
+			rest = append(rest, i)
+			continue
+		}
+		used += cost
+		shards[w.Shard] = true
+		keys[key] = true
+		batch = append(batch, i)
+	}
+	return batch, rest
+}
+
+// txn sends one transaction for batch, fills in res, and returns the
+// writes to send again.
+func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, res []scheduler.WriteResult) (retry []int) {
+	m := s.m
+	// Refuse locally what cannot succeed: no session, or a token this node
+	// does not hold live (the scheduler's view is behind).
+	m.mu.Lock()
+	sess := m.sess
+	var live []int
+	for _, i := range batch {
+		w := writes[i]
+		h, ok := m.held[w.Shard]
+		if !ok || h.tok.Generation != w.Token || h.lost.Err() != nil {
+			res[i].Err = fmt.Errorf("%w: shard %d token %d not held", scheduler.ErrShardLost, w.Shard, w.Token)
+			continue
+		}
+		live = append(live, i)
+	}
+	m.mu.Unlock()
+	if len(live) == 0 {
+		return nil
+	}
+	if sess == nil || !sess.Valid() {
+		for _, i := range live {
+			res[i].Err = fmt.Errorf("%w: shard %d: %w", scheduler.ErrShardLost, writes[i].Shard, lease.ErrLost)
+		}
+		return nil
+	}
+
+	var cmps []clientv3.Cmp
+	var ops, reads []clientv3.Op
+	fence := map[int]int{} // shard -> index of its read in reads
+	for _, i := range live {
+		w := writes[i]
+		if _, ok := fence[w.Shard]; !ok {
+			fence[w.Shard] = len(reads)
+			tok := lease.Token{Shard: w.Shard, Generation: w.Token}
+			cmps = append(cmps, lease.Guard(m.ks, tok))
+			reads = append(reads, clientv3.OpGet(m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
+		}
+	}
+	recRead := map[int]int{} // write index -> index of its read
+	for _, i := range live {
+		w := writes[i]
+		key := m.ks.Tick(w.Shard, w.Job)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.Rev))
+		if w.Value == nil {
+			ops = append(ops, clientv3.OpDelete(key))
+		} else {
+			ops = append(ops, clientv3.OpPut(key, string(w.Value)))
+		}
+		recRead[i] = len(reads)
+		reads = append(reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
+	}
+
+	// A write that lands after the safe deadline is unknown anyway; do not
+	// wait longer than that.
+	tctx, cancel := context.WithTimeout(ctx, max(sess.Remaining(), 0))
+	resp, err := m.cli.Txn(tctx).If(cmps...).Then(ops...).Else(reads...).Commit()
+	cancel()
+	if err != nil {
+		m.noteWrite(err)
+		for _, i := range live {
+			res[i].Err = fmt.Errorf("%w: shard %d job %s: %w", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job, err)
+		}
+		return nil
+	}
+	m.noteWrite(nil)
+	if resp.Succeeded {
+		for _, i := range live {
+			if writes[i].Value != nil {
+				res[i].Rev = resp.Header.Revision
+			}
+		}
+		return nil
+	}
+	lost := map[int]bool{}
+	for shard, j := range fence {
+		kvs := resp.Responses[j].GetResponseRange().GetKvs()
+		var gen int64
+		if len(kvs) > 0 {
+			gen = kvs[0].CreateRevision
+		}
+		tok := writes[firstOf(writes, live, shard)].Token
+		if gen != tok {
+			lost[shard] = true
+			m.fenceFailed(lease.Token{Shard: shard, Generation: tok}, gen)
+		}
+	}
+	for _, i := range live {
+		w := writes[i]
+		if lost[w.Shard] {
+			res[i].Err = fmt.Errorf("%w: shard %d token %d: the fence failed", scheduler.ErrShardLost, w.Shard, w.Token)
+			continue
+		}
+		kvs := resp.Responses[recRead[i]].GetResponseRange().GetKvs()
+		var rev int64
+		if len(kvs) > 0 {
+			rev = kvs[0].ModRevision
+		}
+		if rev != w.Rev {
+			res[i].Err = fmt.Errorf("%w: shard %d job %s: revision %d, expected %d", scheduler.ErrStale, w.Shard, w.Job, rev, w.Rev)
+			continue
+		}
+		retry = append(retry, i)
+	}
+	if len(retry) == len(live) {
+		// Impossible (the failure branch read exactly what was compared);
+		// refuse to loop on it.
+		for _, i := range retry {
+			res[i].Err = fmt.Errorf("%w: shard %d job %s: transaction failed with every comparison holding", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job)
+		}
+		return nil
+	}
+	return retry
+}
+
+func firstOf(writes []scheduler.Write, idx []int, shard int) int {
+	for _, i := range idx {
+		if writes[i].Shard == shard {
+			return i
+		}
+	}
+	return idx[0]
+}
+
+// fenceFailed ends the Grant of tok, if it is still this node's live one,
+// and wakes the loop to forget it.
+func (m *Manager) fenceFailed(tok lease.Token, now int64) {
+	m.mu.Lock()
+	h, ok := m.held[tok.Shard]
+	if ok && h.tok == tok && h.lost.Err() == nil {
+		h.cancel(scheduler.ErrShardLost)
+		m.log.Warn("fenced write failed: shard lost", "shard", tok.Shard, "token", tok.Generation, "current", now)
+	}
+	m.mu.Unlock()
+	m.wake()
+}
+
+// noteWrite records a write's RPC outcome for Ready.
+func (m *Manager) noteWrite(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		m.wErr = nil
+		return
+	}
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		m.noSpace = timeNow()
+	}
+	m.wErr, m.wErrAt = err, timeNow()
+}

@@ -1,0 +1,122 @@
+package shard
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// view is this node's picture of own/: members and shard leases, as the
+// watch and the periodic re-read report them. Owned by the loop goroutine.
+type view struct {
+	rev     int64 // every change up to rev is applied
+	members map[string]*memberView
+	shards  map[int]shardView
+	// freeSince is when each shard without a key was first seen free.
+	freeSince map[int]time.Time
+}
+
+type memberView struct {
+	info      MemberInfo
+	lease     int64
+	createRev int64
+	// countAt is when the member starts counting in the assignment: when
+	// first seen plus the settle delay.
+	countAt time.Time
+}
+
+type shardView struct {
+	owner OwnerInfo
+	token int64 // CreateRevision
+	lease int64
+}
+
+func newView() *view {
+	return &view{members: map[string]*memberView{}, shards: map[int]shardView{}, freeSince: map[int]time.Time{}}
+}
+
+// reset replaces the view with a full listing at rev. Members already
+// known keep their settle time; members new to the view settle from now,
+// except on the first listing (initial), where members other than self
+// count at once: they were there before this node came.
+func (l *loop) reset(kvs []*mvccpb.KeyValue, rev int64, initial bool) {
+	now := time.Now()
+	old := l.v
+	v := newView()
+	v.rev = rev
+	for _, kv := range kvs {
+		l.apply(v, mvccpb.PUT, kv, now, old, initial)
+	}
+	for s := range l.m.meta.Shards {
+		if _, ok := v.shards[s]; ok {
+			continue
+		}
+		if t, ok := old.freeSince[s]; ok {
+			v.freeSince[s] = t
+		} else {
+			v.freeSince[s] = now
+		}
+	}
+	l.v = v
+}
+
+// event applies one watch event unless the view already reflects it.
+func (l *loop) event(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) {
+	if kv.ModRevision <= l.v.rev {
+		return
+	}
+	l.apply(l.v, typ, kv, time.Now(), l.v, false)
+	l.v.rev = kv.ModRevision
+}
+
+func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, now time.Time, old *view, initial bool) {
+	key := string(kv.Key)
+	if node, ok := l.m.ks.MemberFromKey(key); ok {
+		if typ == mvccpb.DELETE {
+			delete(v.members, node)
+			return
+		}
+		var info MemberInfo
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			l.m.log.Warn("unreadable member key; counting it by name", "key", key, "err", err)
+		}
+		info.Node = node
+		mv := &memberView{info: info, lease: kv.Lease, createRev: kv.CreateRevision, countAt: now.Add(l.m.cfg.SettleDelay)}
+		if prev, ok := old.members[node]; ok && prev.createRev == kv.CreateRevision {
+			mv.countAt = prev.countAt
+		} else if initial && node != l.m.cfg.Node {
+			mv.countAt = now
+		}
+		v.members[node] = mv
+		return
+	}
+	s, ok := l.m.ks.ShardFromKey(key)
+	if !ok || s >= l.m.meta.Shards {
+		return
+	}
+	if typ == mvccpb.DELETE {
+		delete(v.shards, s)
+		v.freeSince[s] = now
+		return
+	}
+	var owner OwnerInfo
+	if err := json.Unmarshal(kv.Value, &owner); err != nil {
+		l.m.log.Warn("unreadable shard key", "key", key, "err", err)
+	}
+	v.shards[s] = shardView{owner: owner, token: kv.CreateRevision, lease: kv.Lease}
+	delete(v.freeSince, s)
+}
+
+// counted returns the members that count in the assignment at now, and
+// the earliest time a member not yet counted will.
+func (v *view) counted(now time.Time) (names []string, next time.Time) {
+	for n, mv := range v.members {
+		if !mv.countAt.After(now) {
+			names = append(names, n)
+		} else if next.IsZero() || mv.countAt.Before(next) {
+			next = mv.countAt
+		}
+	}
+	return names, next
+}
