@@ -116,6 +116,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.handleRequest(r)
 		case ev := <-s.events:
 			s.handleEvent(ev)
+			// Take what else has arrived, so its writes share one Commit.
+			for more := true; more; {
+				select {
+				case ev := <-s.events:
+					s.handleEvent(ev)
+				default:
+					more = false
+				}
+			}
 		case <-s.jobsChanged:
 			s.installJobs(time.Now())
 		case <-timer.C:

@@ -1,0 +1,362 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// fakeStore implements the fence and Rev semantics of the shard package's
+// Store in memory: a global ModRevision counter, one token per shard, and
+// per-write comparisons. It fails the test on unexpected use: a write for a
+// shard never granted, a record that does not decode, or a tick claimed
+// twice under one token.
+type fakeStore struct {
+	t       testing.TB
+	mu      sync.Mutex
+	rev     int64
+	fence   map[int]int64
+	lost    map[int]context.CancelCauseFunc // ends the Grant on a fence failure
+	recs    map[string]Stored               // by shard/job
+	claimed map[string]bool                 // job/tick/token ever claimed
+	commits int
+	writes  int
+	// claimCommits counts Commit calls that claimed at least one tick.
+	claimCommits int
+	// inject, when set, decides a write's fate before the comparisons:
+	// nil to go on; applied=true to apply it and still return err.
+	inject func(w Write) (err error, applied bool)
+}
+
+func newFakeStore(t testing.TB) *fakeStore {
+	return &fakeStore{t: t, fence: map[int]int64{}, lost: map[int]context.CancelCauseFunc{},
+		recs: map[string]Stored{}, claimed: map[string]bool{}}
+}
+
+func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, job) }
+
+func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commits++
+	f.writes += len(writes)
+	out := make([]WriteResult, len(writes))
+	claims := 0
+	defer func() {
+		if claims > 0 {
+			f.claimCommits++
+		}
+	}()
+	for i, w := range writes {
+		if _, ok := f.fence[w.Shard]; !ok {
+			f.t.Errorf("fakeStore: write for shard %d, never granted", w.Shard)
+			out[i].Err = ErrShardLost
+			continue
+		}
+		if f.inject != nil {
+			if err, applied := f.inject(w); err != nil {
+				if applied {
+					f.apply(w)
+				}
+				out[i].Err = err
+				continue
+			}
+		}
+		if f.fence[w.Shard] != w.Token {
+			out[i].Err = fmt.Errorf("shard %d: %w", w.Shard, ErrShardLost)
+			if c := f.lost[w.Shard]; c != nil {
+				c(ErrShardLost)
+			}
+			continue
+		}
+		if f.recs[recKey(w.Shard, w.Job)].Rev != w.Rev {
+			out[i].Err = fmt.Errorf("job %s: %w", w.Job, ErrStale)
+			continue
+		}
+		claims += f.newFlights(w)
+		out[i].Rev = f.apply(w)
+	}
+	return out
+}
+
+// newFlights counts the ticks w claims.
+func (f *fakeStore) newFlights(w Write) int {
+	old := f.recs[recKey(w.Shard, w.Job)]
+	var before Record
+	if old.Value != nil {
+		before, _ = DecodeRecord(old.Value)
+	}
+	r, _ := DecodeRecord(w.Value)
+	n := 0
+	for _, fl := range r.InFlight {
+		if !slices.Contains(before.InFlight, fl) {
+			n++
+		}
+	}
+	return n
+}
+
+// apply puts w and checks that no tick is claimed twice under one token.
+func (f *fakeStore) apply(w Write) int64 {
+	old := f.recs[recKey(w.Shard, w.Job)]
+	var before Record
+	if old.Value != nil {
+		before, _ = DecodeRecord(old.Value)
+	}
+	r, err := DecodeRecord(w.Value)
+	if err != nil || r.Job != w.Job || r.Token != w.Token {
+		f.t.Errorf("fakeStore: bad record for %s: %v %+v", w.Job, err, r)
+	}
+	for _, fl := range r.InFlight {
+		if fl.Token != w.Token || slices.Contains(before.InFlight, fl) {
+			continue
+		}
+		k := fmt.Sprintf("%s/%s/%d", w.Job, fl.Tick.Format(time.RFC3339Nano), fl.Token)
+		if f.claimed[k] {
+			f.t.Errorf("fakeStore: tick claimed twice under one token: %s", k)
+		}
+		f.claimed[k] = true
+	}
+	f.rev++
+	f.recs[recKey(w.Shard, w.Job)] = Stored{Value: w.Value, Rev: f.rev}
+	return f.rev
+}
+
+// load implements Loader (see loaderStore).
+func (f *fakeStore) load(shard int, token int64, job string) (Stored, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fence[shard] != token {
+		return Stored{}, ErrShardLost
+	}
+	return f.recs[recKey(shard, job)], nil
+}
+
+type loaderStore struct{ *fakeStore }
+
+func (l loaderStore) Load(_ context.Context, shard int, token int64, job string) (Stored, error) {
+	return l.load(shard, token, job)
+}
+
+// put stores a record as an earlier owner left it.
+func (f *fakeStore) put(shard int, r Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := r.Encode()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.rev++
+	f.recs[recKey(shard, r.Job)] = Stored{Value: b, Rev: f.rev}
+}
+
+func (f *fakeStore) record(shard int, job string) Record {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.recs[recKey(shard, job)]
+	if st.Value == nil {
+		return Record{}
+	}
+	r, err := DecodeRecord(st.Value)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+func (f *fakeStore) counts() (commits, writes, claimCommits int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commits, f.writes, f.claimCommits
+}
+
+// checkpoint reads a shard's records, as the shard package does on acquire.
+func (f *fakeStore) checkpoint(shard int) Checkpoint {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cp := Checkpoint{Records: map[string]Stored{}}
+	prefix := fmt.Sprintf("%d/", shard)
+	for k, v := range f.recs {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			cp.Records[k[len(prefix):]] = v
+		}
+	}
+	return cp
+}
+
+// fakeDeadline is a safe deadline on the (fake) clock.
+type fakeDeadline struct{ until atomic.Int64 }
+
+func newDeadline(d time.Duration) *fakeDeadline {
+	fd := &fakeDeadline{}
+	fd.until.Store(time.Now().Add(d).UnixNano())
+	return fd
+}
+
+func (d *fakeDeadline) Remaining() time.Duration { return time.Until(time.Unix(0, d.until.Load())) }
+
+// grant makes this node the owner of shard with token: the fence moves,
+// and the Grant carries the checkpoint as the store holds it.
+func (h *harness) grant(shard int, token int64, rel *Released) (Grant, context.CancelCauseFunc) {
+	lost, cancel := context.WithCancelCause(context.Background())
+	h.store.mu.Lock()
+	h.store.fence[shard] = token
+	h.store.lost[shard] = cancel
+	h.store.mu.Unlock()
+	cp := h.store.checkpoint(shard)
+	cp.Released = rel
+	h.cancels = append(h.cancels, cancel)
+	return Grant{Shard: shard, Token: token, Lost: lost, Deadline: h.deadline, Checkpoint: cp}, cancel
+}
+
+// runRec is one call of the fake runner.
+type runRec struct {
+	Run
+	start, end time.Time
+	cause      error
+	res        Result
+}
+
+// fakeRunner records every run; behave decides what a run does (default:
+// succeed at once).
+type fakeRunner struct {
+	mu     sync.Mutex
+	runs   []runRec
+	active atomic.Int32
+	behave func(ctx context.Context, r Run) Result
+}
+
+func (f *fakeRunner) Run(ctx context.Context, r Run) Result {
+	f.active.Add(1)
+	defer f.active.Add(-1)
+	start := time.Now()
+	res := Result{Status: StatusSucceeded}
+	if f.behave != nil {
+		res = f.behave(ctx, r)
+	}
+	var cause error
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	f.mu.Lock()
+	f.runs = append(f.runs, runRec{Run: r, start: start, end: time.Now(), cause: cause, res: res})
+	f.mu.Unlock()
+	return res
+}
+
+func (f *fakeRunner) all() []runRec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.runs)
+}
+
+func (f *fakeRunner) of(job string) []runRec {
+	var out []runRec
+	for _, r := range f.all() {
+		if r.Job.Name == job {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// work returns a behaviour that takes d per run, or until cancelled.
+func work(d time.Duration) func(ctx context.Context, r Run) Result {
+	return func(ctx context.Context, r Run) Result {
+		select {
+		case <-time.After(d):
+			return Result{Status: StatusSucceeded}
+		case <-ctx.Done():
+			return Result{Status: StatusCancelled, Detail: context.Cause(ctx).Error()}
+		}
+	}
+}
+
+type harness struct {
+	t        *testing.T
+	s        *Scheduler
+	store    *fakeStore
+	runner   *fakeRunner
+	deadline *fakeDeadline
+	reg      *prometheus.Registry
+	cancel   context.CancelFunc
+	done     chan error
+	cancels  []context.CancelCauseFunc
+}
+
+const testShards = 8
+
+// newHarness starts a scheduler with the given jobs (version 1) on the
+// fake clock of the calling synctest bubble.
+func newHarness(t *testing.T, mod func(*Config), jobs ...config.Job) *harness {
+	h := &harness{t: t, store: newFakeStore(t), runner: &fakeRunner{}, deadline: newDeadline(1000 * time.Hour),
+		reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	cfg := DefaultConfig()
+	cfg.Cluster, cfg.Node, cfg.Shards = "c1", "n1", testShards
+	cfg.Registerer = h.reg
+	if testing.Verbose() {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(cfg, h.store, h.runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	if len(jobs) > 0 {
+		s.SetJobs(config.JobSet{Version: 1, Jobs: jobs})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- s.Run(ctx) }()
+	return h
+}
+
+// stop ends Run and checks that it joined everything.
+func (h *harness) stop() {
+	h.cancel()
+	if err := <-h.done; err != nil {
+		h.t.Errorf("Run: %v", err)
+	}
+	for _, c := range h.cancels {
+		c(errors.New("test over"))
+	}
+}
+
+// job returns a job named name in shard (searching names name, name-1, ...).
+func jobIn(shard int, name, spec string) config.Job {
+	for i := 0; ; i++ {
+		n := name
+		if i > 0 {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		if ShardOf(n, testShards) == shard {
+			return config.Job{Name: n, Schedule: spec, Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunAll}
+		}
+	}
+}
+
+// sleepUntil advances the bubble's fake clock to t.
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+func ticksOf(runs []runRec) []time.Time {
+	out := make([]time.Time, len(runs))
+	for i, r := range runs {
+		out[i] = r.Tick
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
