@@ -1,0 +1,56 @@
+// Package runner runs one tick of one job: an HTTP request, a process, or a
+// function registered in-process. It implements scheduler.Runner.
+//
+// # What a run carries
+//
+// Every run carries its identity: the idempotency key (cluster, job, tick)
+// and the fencing token of the shard lease under which it was claimed, plus
+// the shard and the node. HTTP jobs send them as the headers
+// Shardcron-Cluster, Shardcron-Job, Shardcron-Tick (RFC 3339, UTC),
+// Shardcron-Shard, Shardcron-Fencing-Token and Shardcron-Node (and
+// Shardcron-Rerun: true when the tick is run again after an interrupted
+// run). Exec jobs get the same as the environment variables
+// SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK, SHARDCRON_SHARD,
+// SHARDCRON_FENCING_TOKEN, SHARDCRON_NODE (and SHARDCRON_RERUN=true).
+// In-process handlers read it with IdentityFrom. A job cannot override the
+// identity: its own headers and env of the same names are replaced.
+//
+// # Invariants
+//
+//   - Nothing external happens once the safe deadline has passed: the
+//     runner reads r.Deadline.Remaining() synchronously right before sending
+//     a request or starting a process, and does not rely on a timer having
+//     fired (after a pause any goroutine may run first).
+//   - ${NAME} in a job's URL, headers, body and exec env expands only names
+//     starting with SHARDCRON_JOB_; anything else, or an unset name, fails
+//     the run before anything is sent or started. The server's environment
+//     is never inherited by a job: an exec job sees only the identity
+//     variables, PATH, HOME and its own env.
+//   - A run's work ends with the call: Run returns only when the request is
+//     finished or abandoned, the process group is dead, or the function
+//     returned.
+//   - An exec job cannot outlive the lease, even if this process is paused
+//     or killed. It runs in its own process group under a supervisor (this
+//     binary, in a hidden subcommand; see SuperviseMain) that kills the group
+//     with SIGKILL when the allowance the replica keeps extending over a pipe
+//     runs out on the supervisor's own CLOCK_BOOTTIME, or when the pipe
+//     closes because the replica died.
+//
+// # Failure model
+//
+// When the run's context is cancelled with cause scheduler.ErrShardLost or
+// scheduler.ErrDeadline, work stops at once: the HTTP request is abandoned,
+// the process group gets SIGKILL. Any other cancellation (the job's timeout,
+// replace, a graceful release) is orderly: SIGTERM, then SIGKILL after
+// Config.KillGrace. A paused replica (SIGSTOP, GC, a stalled VM) stops
+// extending; its supervisor kills the group when the last allowance, never
+// later than the safe deadline, runs out. A SIGKILLed replica closes the
+// pipe; its supervisor kills the group at once.
+//
+// What is not guaranteed: an HTTP request already on the wire can still
+// take effect after the deadline (the receiver must compare the fencing
+// token); an in-process handler that ignores its context keeps running
+// (Run returns only when it does); a process that leaves its process group
+// (setsid) is still found and killed by the supervisor, which is a child
+// subreaper, but only once its parent has died.
+package runner

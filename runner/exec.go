@@ -1,0 +1,294 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// The identity variables every exec job gets.
+const (
+	EnvCluster      = "SHARDCRON_CLUSTER"
+	EnvJob          = "SHARDCRON_JOB"
+	EnvTick         = "SHARDCRON_TICK"
+	EnvShard        = "SHARDCRON_SHARD"
+	EnvFencingToken = "SHARDCRON_FENCING_TOKEN"
+	EnvNode         = "SHARDCRON_NODE"
+	EnvRerun        = "SHARDCRON_RERUN" // "true" on a re-run; absent otherwise
+)
+
+// defaultPath is the PATH an exec job gets when the server has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+const (
+	// writeTimeout bounds one message to the supervisor.
+	writeTimeout = time.Second
+	// outputLinger is how long output is still read after the supervisor
+	// exited (it killed the whole group, so the pipe closes at once unless
+	// something escaped it).
+	outputLinger = 2 * time.Second
+)
+
+// execEnv is the job's whole environment: PATH and HOME from the server,
+// the job's env (expanded), and the identity, which nothing overrides.
+func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
+	env := map[string]string{"PATH": defaultPath, "HOME": "/"}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := rn.cfg.Env(k); ok && v != "" {
+			env[k] = v
+		}
+	}
+	for k, v := range r.Job.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("env %q: not a valid variable", k)
+		}
+		x, err := rn.expand(v)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		env[k] = x
+	}
+	delete(env, EnvRerun)
+	env[EnvCluster] = r.Cluster
+	env[EnvJob] = r.Job.Name
+	env[EnvTick] = FormatTick(r.Tick)
+	env[EnvShard] = strconv.Itoa(r.Shard)
+	env[EnvFencingToken] = strconv.FormatInt(r.Token, 10)
+	env[EnvNode] = r.Node
+	if r.Rerun {
+		env[EnvRerun] = "true"
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// execRun is the replica's side of one exec job.
+type execRun struct {
+	rn      *Runner
+	r       scheduler.Run
+	cmd     *exec.Cmd
+	ctl     *os.File // the supervisor's stdin; ours to write and close
+	jobPid  int
+	waited  chan struct{} // closed when cmd.Wait returned
+	waitErr error
+}
+
+// runExec starts the job under its supervisor and keeps extending the
+// allowance until the job's group is dead.
+func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result {
+	if len(rn.cfg.Supervisor) == 0 {
+		return failed("%v", ErrNoSupervisor)
+	}
+	x := r.Job.Exec
+	if len(x.Command) == 0 {
+		return failed("exec: empty command")
+	}
+	env, err := rn.execEnv(r)
+	if err != nil {
+		return failed("%v", err)
+	}
+	var pipes [6]*os.File // ctlR, ctlW, statR, statW, outR, outW
+	for i := 0; i < 6; i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeFiles(pipes[:]...)
+			return failed("exec: pipe: %v", err)
+		}
+	}
+	ctlR, ctlW, statR, statW, outR, outW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	defer closeFiles(ctlW, statR, outR)
+
+	cmd := exec.Command(rn.cfg.Supervisor[0], rn.cfg.Supervisor[1:]...)
+	cmd.Env = []string{} // not even the supervisor holds the server's environment
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = ctlR, statW, outW
+	// Its own group: signals meant for the replica's group (a terminal's ^C,
+	// a stop) do not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Act only inside the deadline, read synchronously right before start.
+	rem := r.Deadline.Remaining()
+	if rem <= 0 {
+		closeFiles(ctlR, statW, outW)
+		return deadlinePassed("not started")
+	}
+	if ctx.Err() != nil {
+		closeFiles(ctlR, statW, outW)
+		return stopped(ctx, r, "not started")
+	}
+	sp, _ := json.Marshal(spec{Argv: x.Command, Dir: x.Dir, Env: env, Until: untilFor(rem), Grace: rn.cfg.KillGrace})
+	err = cmd.Start()
+	closeFiles(ctlR, statW, outW) // the supervisor holds its own copies
+	if err != nil {
+		return failed("exec: start supervisor: %v", err)
+	}
+	e := &execRun{rn: rn, r: r, cmd: cmd, ctl: ctlW, waited: make(chan struct{})}
+	go func() { e.waitErr = cmd.Wait(); close(e.waited) }()
+
+	output := newBoundedOutput(rn.cfg.MaxOutputBytes)
+	outDone := make(chan struct{}) // closed when the output pipe is drained
+	go func() { defer close(outDone); _, _ = io.Copy(output, outR) }()
+	pids := make(chan int, 1)
+	var rep *report
+	statDone := make(chan struct{}) // closed when the status pipe ends
+	go func() { defer close(statDone); rep = readStatus(statR, pids) }()
+
+	e.send(string(sp) + "\n")
+	local := e.supervise(ctx, pids)
+
+	<-e.waited
+	<-statDone
+	select {
+	case <-outDone:
+	case <-time.After(outputLinger):
+		_ = outR.Close() // something escaped the group and holds the pipe
+		<-outDone
+	}
+	if rep == nil && e.jobPid > 0 {
+		// The supervisor died without reporting: make sure its group went
+		// with it (its main process already got SIGKILL through Pdeathsig).
+		_ = syscall.Kill(-e.jobPid, syscall.SIGKILL)
+	}
+	res := e.result(ctx, rep, local)
+	res.Output = output.String()
+	return res
+}
+
+// supervise extends the allowance every ExtendEvery until the supervisor
+// exits, and turns ctx's end into "kill" or "term". It returns "deadline"
+// when it saw the safe deadline pass itself.
+func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string) {
+	t := time.NewTicker(e.rn.cfg.ExtendEvery)
+	defer t.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case <-e.waited:
+			return local
+		case pid := <-pids:
+			e.jobPid = pid
+			if e.rn.started != nil {
+				e.rn.started(e.cmd.Process.Pid, pid)
+			}
+		case <-done:
+			done = nil
+			if killAtOnce(ctx) {
+				e.send(msgKill + "\n")
+			} else {
+				e.send(msgTerm + "\n")
+			}
+		case <-t.C:
+		}
+		if local != "" {
+			continue
+		}
+		// Extend to exactly the safe deadline, read now; never beyond it.
+		if rem := e.r.Deadline.Remaining(); rem > 0 {
+			e.send(formatUntil(untilFor(rem)))
+		} else {
+			local = reasonDeadline
+			e.send(msgKill + "\n")
+		}
+	}
+}
+
+// send writes one message to the supervisor. A supervisor that cannot take
+// it (stopped with a full pipe, or dead) is killed: its job must not outlive
+// our control of it.
+func (e *execRun) send(msg string) {
+	err := writeLine(e.ctl, msg, writeTimeout)
+	if err == nil {
+		return
+	}
+	select {
+	case <-e.waited:
+		return // it exited on its own; the write raced with that
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.rn.cfg.Logger.Warn("runner: supervisor unresponsive; killing it",
+		"cluster", e.r.Cluster, "node", e.r.Node, "job", e.r.Job.Name,
+		"shard", e.r.Shard, "token", e.r.Token, "tick", e.r.Tick, "err", err)
+	_ = e.cmd.Process.Kill()
+	if e.jobPid > 0 {
+		_ = syscall.Kill(-e.jobPid, syscall.SIGKILL)
+	}
+}
+
+// readStatus reads the supervisor's messages: the job's pid, then the
+// report. It returns nil if the supervisor ended without one.
+func readStatus(f *os.File, pids chan<- int) *report {
+	var rep *report
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		verb, arg := parseLine(sc.Text())
+		switch verb {
+		case msgPid:
+			if pid, err := strconv.Atoi(arg); err == nil {
+				pids <- pid
+			}
+		case msgDone:
+			var r report
+			if json.Unmarshal([]byte(arg), &r) == nil {
+				rep = &r
+			}
+		}
+	}
+	return rep
+}
+
+// result turns the supervisor's report into the run's Result.
+func (e *execRun) result(ctx context.Context, rep *report, local string) scheduler.Result {
+	if rep == nil {
+		return failed("supervisor ended without a report: %v", e.waitErr)
+	}
+	if !rep.Started {
+		if rep.Reason == reasonDeadline {
+			return deadlinePassed("not started")
+		}
+		return failed("start: %s", rep.Error)
+	}
+	ended := fmt.Sprintf("exit status %d", rep.Exit)
+	if rep.Signal != "" {
+		ended = "killed by " + rep.Signal
+	}
+	how := "process group killed (SIGKILL)"
+	switch {
+	case rep.Reason == reasonTerm && rep.Killed:
+		how = fmt.Sprintf("process group terminated (SIGTERM), killed (SIGKILL) after %v", e.rn.cfg.KillGrace)
+	case rep.Reason == reasonTerm || rep.Reason == reasonSignal:
+		how = "process group terminated (SIGTERM)"
+	}
+	how += "; " + ended
+	switch {
+	case rep.Reason == reasonNone && rep.Exit == 0 && rep.Signal == "":
+		return scheduler.Result{Status: scheduler.StatusSucceeded, Detail: ended}
+	case rep.Reason == reasonNone:
+		return scheduler.Result{Status: scheduler.StatusFailed, Detail: ended}
+	case rep.Reason == reasonDeadline || local == reasonDeadline:
+		return deadlinePassed(how)
+	case rep.Reason == reasonSignal:
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "supervisor signalled: " + how}
+	}
+	return stopped(ctx, e.r, how)
+}
+
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// The identity headers every HTTP run sends. A job's own headers of the same
+// names are replaced, so a job cannot forge its identity.
+const (
+	HeaderCluster      = "Shardcron-Cluster"
+	HeaderJob          = "Shardcron-Job"
+	HeaderTick         = "Shardcron-Tick" // RFC 3339, UTC
+	HeaderShard        = "Shardcron-Shard"
+	HeaderFencingToken = "Shardcron-Fencing-Token"
+	HeaderNode         = "Shardcron-Node"
+	// HeaderRerun is "true" when the tick runs again because its earlier
+	// run, under an older token, was interrupted; absent otherwise.
+	HeaderRerun = "Shardcron-Rerun"
+)
+
+// drainBytes is how much of an unread response body is read and dropped so
+// the connection can be reused; a longer body closes the connection instead.
+const drainBytes = 64 << 10
+
+// FormatTick formats a tick as runs carry it: RFC 3339 in UTC, with as many
+// fractional digits as it has (none for whole seconds).
+func FormatTick(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// runHTTP sends one request for r and reads the response up to the bound.
+func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result {
+	h := r.Job.HTTP
+	url, err := rn.expand(h.URL)
+	if err != nil {
+		return failed("url: %v", err)
+	}
+	body, err := rn.expand(h.Body)
+	if err != nil {
+		return failed("body: %v", err)
+	}
+	method := h.Method
+	if method == "" {
+		method = http.MethodGet
+		if body != "" {
+			method = http.MethodPost
+		}
+	}
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return failed("request: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
+		v, err := rn.expand(h.Headers[k])
+		if err != nil {
+			return failed("header %s: %v", k, err)
+		}
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "shardcron")
+	}
+	setIdentityHeaders(req.Header, r)
+
+	// Act only inside the deadline: read the clock right before sending,
+	// whatever any timer or the scheduler's loss signal has done so far.
+	if r.Deadline.Remaining() <= 0 {
+		return deadlinePassed("request not sent")
+	}
+	if ctx.Err() != nil {
+		return stopped(ctx, r, "request not sent")
+	}
+	resp, err := rn.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped(ctx, r, "request abandoned")
+		}
+		return failed("request: %v", err)
+	}
+	out, truncated, rerr := readBounded(resp.Body, rn.cfg.MaxResponseBytes)
+	if !truncated && rerr == nil {
+		// Read a little past the end so the connection goes back to the pool.
+		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+	}
+	_ = resp.Body.Close()
+	if rerr != nil && ctx.Err() != nil {
+		res := stopped(ctx, r, "response abandoned after HTTP "+resp.Status)
+		res.Output = out
+		return res
+	}
+	res := scheduler.Result{Status: scheduler.StatusFailed, Detail: "HTTP " + resp.Status, Output: out}
+	if expected(resp.StatusCode, h.ExpectStatus) {
+		res.Status = scheduler.StatusSucceeded
+	}
+	if rerr != nil {
+		res.Status = scheduler.StatusFailed
+		res.Detail += fmt.Sprintf("; reading body: %v", rerr)
+	}
+	return res
+}
+
+// setIdentityHeaders sets the run's identity on h, replacing the job's own.
+func setIdentityHeaders(h http.Header, r scheduler.Run) {
+	h.Set(HeaderCluster, r.Cluster)
+	h.Set(HeaderJob, r.Job.Name)
+	h.Set(HeaderTick, FormatTick(r.Tick))
+	h.Set(HeaderShard, strconv.Itoa(r.Shard))
+	h.Set(HeaderFencingToken, strconv.FormatInt(r.Token, 10))
+	h.Set(HeaderNode, r.Node)
+	h.Del(HeaderRerun)
+	if r.Rerun {
+		h.Set(HeaderRerun, "true")
+	}
+}
+
+// expected reports whether code counts as success: one of want, or 2xx when
+// want is empty.
+func expected(code int, want []int) bool {
+	if len(want) == 0 {
+		return code >= 200 && code < 300
+	}
+	return slices.Contains(want, code)
+}
+
+// readBounded reads up to max bytes of rd; truncated reports that there was
+// more, which is then left unread (the caller closes the body).
+func readBounded(rd io.Reader, max int) (out string, truncated bool, err error) {
+	buf, err := io.ReadAll(io.LimitReader(rd, int64(max)+1))
+	if len(buf) > max {
+		buf, truncated = buf[:max], true
+	}
+	s := strings.ToValidUTF8(string(buf), "\uFFFD")
+	if truncated {
+		s += fmt.Sprintf("\n[shardcron: response truncated after %d bytes]\n", max)
+	}
+	return s, truncated, err
+}
+
+func failed(format string, args ...any) scheduler.Result {
+	return scheduler.Result{Status: scheduler.StatusFailed, Detail: fmt.Sprintf(format, args...)}
+}
+
+// expand expands ${SHARDCRON_JOB_*} references against the server's
+// environment.
+func (rn *Runner) expand(s string) (string, error) { return expand(s, rn.cfg.Env) }

@@ -1,0 +1,176 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// errTimeout is the cause of a run's context when the job's own timeout ran
+// out.
+var errTimeout = errors.New("runner: job timeout")
+
+// Runner runs jobs; it implements scheduler.Runner. Safe for concurrent use.
+type Runner struct {
+	cfg    Config
+	client *http.Client
+	tr     *http.Transport
+
+	// closing is cancelled (cause ErrClosed) by Close; every run's context
+	// follows it.
+	closing   context.Context
+	closeRuns context.CancelCauseFunc
+
+	mu     sync.Mutex
+	closed bool
+	runs   sync.WaitGroup // one per Run in progress; Close waits
+
+	// started, when set (tests), is called with the supervisor's and the
+	// job's pid once an exec job has started.
+	started func(supervisor, job int)
+}
+
+var _ scheduler.Runner = (*Runner)(nil)
+
+// New returns a Runner for cfg, whose zero fields take their defaults.
+func New(cfg Config) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Supervisor = append([]string(nil), cfg.Supervisor...)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Jobs of one cluster often call the same few receivers every few
+	// seconds: keep enough idle connections that each run reuses one.
+	tr.MaxIdleConnsPerHost = 16
+	rn := &Runner{
+		cfg:    cfg,
+		tr:     tr,
+		client: &http.Client{Transport: tr, Timeout: cfg.ClientTimeout},
+	}
+	rn.closing, rn.closeRuns = context.WithCancelCause(context.Background())
+	return rn, nil
+}
+
+// Run runs one tick of r.Job and returns when its work has ended: the
+// request finished or abandoned, the process group dead, the handler
+// returned. ctx is the run's context (the scheduler cancels it on replace,
+// release or loss; its cause says which); Run adds the job's timeout.
+func (rn *Runner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
+	if !rn.enter() {
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "runner closed; not started"}
+	}
+	defer rn.runs.Done()
+	if r.Deadline == nil {
+		return scheduler.Result{Status: scheduler.StatusFailed, Detail: "run has no safe deadline; not started"}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(rn.closing, func() { cancel(ErrClosed) })
+	defer stop()
+	if d := r.Job.Timeout.D(); d > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, d, errTimeout)
+		defer cancelT()
+	}
+	switch {
+	case r.Job.Exec != nil:
+		return rn.runExec(ctx, r)
+	case r.Job.HTTP != nil:
+		defer rn.watchDeadline(ctx, cancel, r.Deadline)()
+		return rn.runHTTP(ctx, r)
+	case r.Job.Func != "":
+		defer rn.watchDeadline(ctx, cancel, r.Deadline)()
+		return rn.runFunc(ctx, r)
+	}
+	return scheduler.Result{Status: scheduler.StatusFailed, Detail: "job has no http, exec or func target"}
+}
+
+// enter registers a run unless the Runner is closed.
+func (rn *Runner) enter() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.closed {
+		return false
+	}
+	rn.runs.Add(1)
+	return true
+}
+
+// Close stops every run in progress in an orderly way (SIGTERM, then
+// SIGKILL after KillGrace), waits for them, and drops idle connections.
+// Runs started after Close are refused. Idempotent; every call waits.
+func (rn *Runner) Close() error {
+	rn.mu.Lock()
+	rn.closed = true
+	rn.mu.Unlock()
+	rn.closeRuns(ErrClosed)
+	rn.runs.Wait()
+	rn.tr.CloseIdleConnections()
+	return nil
+}
+
+// watchDeadline cancels ctx with scheduler.ErrDeadline as soon as the safe
+// deadline has passed, in case the scheduler's own loss signal is late. It
+// returns the function that stops the watch and waits for it.
+func (rn *Runner) watchDeadline(ctx context.Context, cancel context.CancelCauseFunc, d scheduler.Deadline) func() {
+	done := make(chan struct{}) // closed by the watch goroutine when it ends
+	quit := make(chan struct{}) // closed by the returned function
+	go func() {
+		defer close(done)
+		t := time.NewTicker(rn.cfg.ExtendEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case <-t.C:
+				if d.Remaining() <= 0 {
+					cancel(scheduler.ErrDeadline)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// killAtOnce says how work under ctx must stop now that ctx is done: at once
+// on loss, in order otherwise.
+func killAtOnce(ctx context.Context) bool {
+	c := context.Cause(ctx)
+	return errors.Is(c, scheduler.ErrShardLost) || errors.Is(c, scheduler.ErrDeadline)
+}
+
+// stopped is the Result of work that ctx stopped; what says what happened
+// to the work ("request abandoned", "process group killed").
+func stopped(ctx context.Context, r scheduler.Run, what string) scheduler.Result {
+	c := context.Cause(ctx)
+	switch {
+	case errors.Is(c, scheduler.ErrShardLost):
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "shard lost: " + what}
+	case errors.Is(c, scheduler.ErrDeadline):
+		return deadlinePassed(what)
+	case errors.Is(c, errTimeout):
+		return scheduler.Result{Status: scheduler.StatusTimedOut,
+			Detail: fmt.Sprintf("timeout after %v: %s", r.Job.Timeout.D(), what)}
+	case errors.Is(c, context.DeadlineExceeded):
+		return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: "timeout: " + what}
+	case errors.Is(c, ErrClosed):
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "runner closed: " + what}
+	case c == nil || errors.Is(c, context.Canceled):
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "cancelled: " + what}
+	}
+	return scheduler.Result{Status: scheduler.StatusCancelled, Detail: fmt.Sprintf("cancelled (%v): %s", c, what)}
+}
+
+func deadlinePassed(what string) scheduler.Result {
+	return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "safe deadline passed: " + what}
+}
