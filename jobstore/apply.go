@@ -1,0 +1,280 @@
+package jobstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// etcd refuses requests over 1.5 MiB (--max-request-bytes) and transactions
+// over 128 operations (--max-txn-ops). Chunk writes stay well under both.
+const (
+	maxTxnBytes = 1 << 20
+	maxTxnOps   = 64
+	// maxChunkBytes keeps one chunk, even incompressible, under etcd's
+	// request limit with room for the key and the request's framing.
+	maxChunkBytes = 1 << 20
+)
+
+// testHookBeforeFlip, when set by a test, runs after an apply has written
+// its chunks and before it flips, to line up concurrent applies or to
+// simulate a crash. Always nil outside tests.
+var testHookBeforeFlip func()
+
+// ApplyOptions tunes Apply. The zero value is usable: every zero field takes
+// the default of DefaultApplyOptions.
+type ApplyOptions struct {
+	// Shards is the cluster's shard count S (from meta). When set, the
+	// checkpoint records of removed jobs are deleted by key, at
+	// ticks/<xxhash64(name) mod S>/<name>. When 0, Apply scans ticks/ (keys
+	// only) and deletes every record whose job is not in the new set, which
+	// also repairs records a crashed earlier apply left behind.
+	Shards int
+	// ChunkBytes bounds one chunk's JSON before compression. Default 1 MiB,
+	// which is also the maximum: a chunk must fit one etcd request even if
+	// it does not compress.
+	ChunkBytes int
+	// Now gives the Since of newly added jobs. Default time.Now.
+	Now func() time.Time
+	// Logger receives garbage-collection warnings. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultApplyOptions returns the options with every default filled in.
+func DefaultApplyOptions() ApplyOptions {
+	return ApplyOptions{ChunkBytes: maxChunkBytes, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// Validate checks the options, zero fields counting as their defaults.
+func (o ApplyOptions) Validate() error {
+	if o.Shards < 0 || o.Shards > keyspace.MaxShards {
+		return fmt.Errorf("jobstore: Shards %d: must be between 1 and %d, or 0 to scan", o.Shards, keyspace.MaxShards)
+	}
+	if o.ChunkBytes != 0 && (o.ChunkBytes < 4<<10 || o.ChunkBytes > maxChunkBytes) {
+		return fmt.Errorf("jobstore: ChunkBytes %d: must be between 4 KiB and %d", o.ChunkBytes, maxChunkBytes)
+	}
+	return nil
+}
+
+func (o ApplyOptions) withDefaults() ApplyOptions {
+	d := DefaultApplyOptions()
+	if o.ChunkBytes == 0 {
+		o.ChunkBytes = d.ChunkBytes
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	if o.Logger == nil {
+		o.Logger = d.Logger
+	}
+	return o
+}
+
+// Result is the outcome of an Apply.
+type Result struct {
+	// Version is the current version after the apply: the new one, or the
+	// unchanged current one when the set was identical (Applied false).
+	Version int64
+	// Applied reports whether a new version was written and flipped to.
+	Applied bool
+	// Diff is what changed from the previous set.
+	Diff Diff
+	// Chunks and Bytes are the new version's chunk count and stored
+	// (compressed) size.
+	Chunks int
+	Bytes  int64
+	// GCErr is the error of the garbage collection that follows a
+	// successful flip, if any. The apply itself succeeded; the next apply
+	// collects what this one could not.
+	GCErr error
+}
+
+// Apply replaces the cluster's job set with jobs: it writes a new version's
+// chunks (as many transactions as the size needs), then flips jobs/current
+// in one transaction compare-and-swapped on the pointer it read, then
+// deletes superseded versions and the checkpoint records of removed jobs.
+// If jobs hold the same definitions as the current set, nothing is written.
+// A concurrent apply that flipped first makes this one fail with
+// ErrConflict; it deletes the version it wrote, and whatever a crash or an
+// error leaves behind the next successful apply deletes.
+func Apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []config.Job, opts ApplyOptions) (Result, error) {
+	return apply(ctx, cli, ks, jobs, opts, false)
+}
+
+// DryRun reports what Apply would change, without writing anything.
+func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []config.Job) (Diff, error) {
+	if err := checkNames(jobs); err != nil {
+		return Diff{}, err
+	}
+	cur, err := Load(ctx, cli, ks)
+	if err != nil {
+		return Diff{}, err
+	}
+	return DiffJobs(cur.Jobs, jobs), nil
+}
+
+// Bootstrap applies jobs only when the cluster has no job set yet (the
+// server's --jobs). Of several replicas bootstrapping at once exactly one
+// applies; the others, like every replica started on a cluster that has a
+// job set, get applied false and the difference between the cluster's set
+// and jobs (the drift, for the caller to log and count). Only errors that
+// leave the outcome unknown are returned.
+func Bootstrap(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []config.Job, opts ApplyOptions) (applied bool, drift Diff, err error) {
+	res, err := apply(ctx, cli, ks, jobs, opts, true)
+	if err == nil {
+		return res.Applied, res.Diff, nil
+	}
+	if !errors.Is(err, ErrConflict) {
+		return false, Diff{}, err
+	}
+	if res.Version != 0 {
+		return false, res.Diff, nil // a set was there before we started
+	}
+	// Another replica flipped first: compare with what it applied.
+	cur, err := Load(ctx, cli, ks)
+	if err != nil {
+		return false, Diff{}, err
+	}
+	return false, DiffJobs(cur.Jobs, jobs), nil
+}
+
+func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []config.Job, opts ApplyOptions, onlyIfEmpty bool) (Result, error) {
+	if err := opts.Validate(); err != nil {
+		return Result{}, err
+	}
+	opts = opts.withDefaults()
+	if err := checkNames(jobs); err != nil {
+		return Result{}, err
+	}
+	cur, p, err := loadCurrent(ctx, cli, ks)
+	if err != nil {
+		return Result{}, err
+	}
+	diff := DiffJobs(cur.Jobs, jobs)
+	if onlyIfEmpty && p.modRev != 0 {
+		return Result{Version: cur.Version, Diff: diff}, fmt.Errorf("%w: version %d is current", ErrConflict, cur.Version)
+	}
+	if diff.Empty() && (p.modRev != 0 || len(jobs) == 0) {
+		return Result{Version: cur.Version, Diff: diff}, nil
+	}
+
+	next := withSince(cur.Jobs, jobs, opts.Now())
+	enc, err := encodeSet(next, opts.ChunkBytes)
+	if err != nil {
+		return Result{}, err
+	}
+	// The version is the revision of a write made after reading the
+	// pointer: unique, and larger than every version flipped before that
+	// read, which is what lets garbage collection delete every lower one.
+	seq, err := cli.Put(ctx, ks.JobsSeq(), "")
+	if err != nil {
+		return Result{}, fmt.Errorf("jobstore: reserve a version: %w", err)
+	}
+	version := seq.Header.Revision
+	if err := writeChunks(ctx, cli, ks, version, enc.chunks); err != nil {
+		return Result{}, fmt.Errorf("jobstore: write version %d (left for the next apply to collect): %w", version, err)
+	}
+	np := pointer{Format: Format, Version: version, Chunks: len(enc.chunks), Jobs: len(next), Digest: enc.digest, Bytes: enc.bytes, AppliedAt: opts.Now().UTC()}
+	pv, err := json.Marshal(np)
+	if err != nil {
+		return Result{}, fmt.Errorf("jobstore: encode pointer: %w", err)
+	}
+	if testHookBeforeFlip != nil {
+		testHookBeforeFlip()
+	}
+	flip, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(ks.JobsCurrent()), "=", p.modRev)).
+		Then(clientv3.OpPut(ks.JobsCurrent(), string(pv))).
+		Commit()
+	if err != nil {
+		// The flip may or may not have happened: not a conflict.
+		return Result{}, fmt.Errorf("jobstore: flip to version %d, outcome unknown: %w", version, err)
+	}
+	if !flip.Succeeded {
+		// This version can never become current (its flip is the only
+		// one it gets), so deleting it is safe; what a failure here leaves
+		// behind, the next successful apply deletes.
+		if _, err := cli.Delete(ctx, ks.JobSet(version), clientv3.WithPrefix()); err != nil {
+			opts.Logger.Warn("delete the chunks of a version that lost its flip; the next apply collects them", "version", version, "err", err)
+		}
+		return Result{}, fmt.Errorf("%w: version %d was read as current and replaced before version %d could flip", ErrConflict, cur.Version, version)
+	}
+	res := Result{Version: version, Applied: true, Diff: diff, Chunks: len(enc.chunks), Bytes: enc.bytes}
+	res.GCErr = collect(ctx, cli, ks, version, flip.Header.Revision, next, diff.Removed, opts)
+	if res.GCErr != nil {
+		opts.Logger.Warn("job set garbage collection incomplete; the next apply retries", "version", version, "err", res.GCErr)
+	}
+	return res, nil
+}
+
+// withSince copies next, giving each job the Since of the job of the same
+// name in current, or now for a job that is new.
+func withSince(current, next []config.Job, now time.Time) []config.Job {
+	since := make(map[string]time.Time, len(current))
+	for i := range current {
+		since[current[i].Name] = current[i].Since
+	}
+	now = now.UTC().Round(0)
+	out := make([]config.Job, len(next))
+	for i := range next {
+		out[i] = next[i]
+		if s, ok := since[next[i].Name]; ok && !s.IsZero() {
+			out[i].Since = s
+		} else {
+			out[i].Since = now
+		}
+	}
+	return out
+}
+
+// writeChunks writes a version's chunks, several to a transaction within
+// etcd's limits. Chunk keys are new (the version is unique), so no
+// comparison is needed.
+func writeChunks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version int64, chunks [][]byte) error {
+	var (
+		ops   []clientv3.Op
+		bytes int
+	)
+	commit := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err := cli.Txn(ctx).Then(ops...).Commit()
+		ops, bytes = ops[:0], 0
+		return err
+	}
+	for i, c := range chunks {
+		key := ks.JobChunk(version, i)
+		if len(ops) == maxTxnOps || (len(ops) > 0 && bytes+len(key)+len(c) > maxTxnBytes) {
+			if err := commit(); err != nil {
+				return err
+			}
+		}
+		ops = append(ops, clientv3.OpPut(key, string(c)))
+		bytes += len(key) + len(c)
+	}
+	return commit()
+}
+
+func checkNames(jobs []config.Job) error {
+	seen := make(map[string]bool, len(jobs))
+	for i := range jobs {
+		n := jobs[i].Name
+		if n == "" {
+			return fmt.Errorf("%w: job %d has no name", ErrInvalid, i+1)
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: job %q appears twice", ErrInvalid, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package jobstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// Diff is what changes from one job set to another, by job name. Since is
+// not part of a job's definition: two jobs that differ only in Since are
+// unchanged, and the order of jobs in a set does not matter.
+type Diff struct {
+	Added     []string // in next only, sorted
+	Removed   []string // in current only, sorted
+	Changed   []string // in both, with a different definition, sorted
+	Unchanged int      // in both, identical
+}
+
+// Empty reports whether the two sets hold the same jobs.
+func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) == 0 }
+
+// String lists the changes one job a line ("+ added", "~ changed",
+// "- removed"), then a summary line, as `apply --dry-run` prints them.
+func (d Diff) String() string {
+	var b strings.Builder
+	for _, n := range d.Added {
+		fmt.Fprintf(&b, "+ %s\n", n)
+	}
+	for _, n := range d.Changed {
+		fmt.Fprintf(&b, "~ %s\n", n)
+	}
+	for _, n := range d.Removed {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if d.Empty() {
+		fmt.Fprintf(&b, "no changes (%d jobs unchanged)\n", d.Unchanged)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d added, %d changed, %d removed, %d unchanged\n", len(d.Added), len(d.Changed), len(d.Removed), d.Unchanged)
+	return b.String()
+}
+
+// DiffJobs compares two job sets by name. Each set must have unique names.
+func DiffJobs(current, next []config.Job) Diff {
+	var d Diff
+	cur := make(map[string][]byte, len(current))
+	for i := range current {
+		cur[current[i].Name] = specOf(&current[i])
+	}
+	seen := make(map[string]bool, len(next))
+	for i := range next {
+		name := next[i].Name
+		seen[name] = true
+		old, ok := cur[name]
+		switch {
+		case !ok:
+			d.Added = append(d.Added, name)
+		case !bytes.Equal(old, specOf(&next[i])):
+			d.Changed = append(d.Changed, name)
+		default:
+			d.Unchanged++
+		}
+	}
+	for i := range current {
+		if !seen[current[i].Name] {
+			d.Removed = append(d.Removed, current[i].Name)
+		}
+	}
+	sort.Strings(d.Added)
+	sort.Strings(d.Removed)
+	sort.Strings(d.Changed)
+	return d
+}
+
+// specOf is a job's definition without Since, in the encoding it is stored
+// in, so that nil and empty maps (both omitted) compare equal as they would
+// after a round trip through etcd. Job has only JSON-encodable fields, so
+// Marshal cannot fail; a failure would make every such job "changed",
+// which is the safe direction.
+func specOf(j *config.Job) []byte {
+	c := *j
+	c.Since = time.Time{}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return b
+}

@@ -1,0 +1,50 @@
+// Package jobstore keeps the cluster's job set in etcd: versioned, applied
+// atomically at any size, and watchable.
+//
+// # Layout (under keyspace.Space.Jobs())
+//
+//	jobs/seq                         written once per apply; the revision of
+//	                                 that write is the new set's version
+//	jobs/sets/<version>/<chunk>      immutable chunks of one version: gzip'd
+//	                                 JSON {"format":1,"jobs":[...]}, each at
+//	                                 most ApplyOptions.ChunkBytes uncompressed
+//	jobs/current                     the pointer: {format, version, chunks,
+//	                                 jobs, digest}; the only key replicas watch
+//
+// # Invariants
+//
+//   - A job set becomes visible only through one transaction that rewrites
+//     jobs/current, compare-and-swapped on the ModRevision the applier read.
+//     Every chunk of the version is written before that flip, so a reader
+//     that follows the pointer finds all of them.
+//   - Readers read the chunks at the pointer's revision (clientv3.WithRev),
+//     so they see exactly one version, never a mix, even while a newer
+//     apply is writing or a garbage collection is deleting; the pointer's
+//     job count and digest (SHA-256 of the uncompressed chunks) are checked
+//     on every read.
+//   - Versions increase with every flip: a version is reserved (jobs/seq)
+//     after its applier read the pointer, and a flip succeeds only if no
+//     other flip happened since that read. Hence a version below the current
+//     one that is not current will never become current, and garbage
+//     collection deletes every version below the one it just flipped to,
+//     including the orphans of failed or crashed applies.
+//   - Each job keeps Since (when its name was first applied) for as long as
+//     its name stays in the set; a job that is removed and added again gets
+//     a new Since.
+//   - Checkpoint records (ticks/<shard>/<job>) of removed jobs are deleted
+//     after the flip, each deletion guarded by the pointer still being the
+//     one this apply wrote: a slow collector never deletes the record of a
+//     job that a later apply brought back.
+//
+// # Failure model
+//
+// An apply that fails or crashes before its flip leaves the current set
+// untouched and an orphan version that the next successful apply deletes.
+// Two concurrent applies: exactly one flips, the other gets ErrConflict.
+// An RPC error on the flip itself leaves the outcome unknown; it is returned
+// as is (not ErrConflict), and Load tells which set is current. Garbage
+// collection after a successful flip is best effort: its failure is
+// reported in Result.GCErr and repaired by the next apply.
+//
+// Data in a newer format than this binary knows is refused with ErrFormat.
+package jobstore

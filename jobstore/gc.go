@@ -1,0 +1,97 @@
+package jobstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// ticksPerScan is the page size of the keys-only scan of ticks/.
+const ticksPerScan = 10000
+
+// collect runs after a successful flip to version (at revision flipRev):
+// it deletes every lower version, then the checkpoint records of the jobs
+// that are no longer in next.
+func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, removed []string, opts ApplyOptions) error {
+	// Versions are zero-padded, so one range covers every lower one: the
+	// superseded sets and the orphans of failed or crashed applies, none of
+	// which can ever become current (doc.go). Readers of an old version read
+	// at its revision, so deleting it does not disturb them.
+	if _, err := cli.Delete(ctx, ks.JobSets(), clientv3.WithRange(ks.JobSet(version))); err != nil {
+		return fmt.Errorf("jobstore: delete versions below %d: %w", version, err)
+	}
+	var keys []string
+	if opts.Shards > 0 {
+		for _, name := range removed {
+			keys = append(keys, ks.Tick(ShardOf(name, opts.Shards), name))
+		}
+	} else {
+		var err error
+		if keys, err = strayTicks(ctx, cli, ks, next); err != nil {
+			return err
+		}
+	}
+	return deleteTicks(ctx, cli, ks, flipRev, keys, opts)
+}
+
+// ShardOf is the scheduler's job-to-shard mapping, xxhash64(name) mod S
+// (DESIGN.md, "Two-level mapping").
+func ShardOf(name string, shards int) int {
+	return int(xxhash.Sum64String(name) % uint64(shards))
+}
+
+// strayTicks lists the checkpoint records whose job is not in next, by a
+// keys-only scan of ticks/.
+func strayTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job) ([]string, error) {
+	keep := make(map[string]bool, len(next))
+	for i := range next {
+		keep[next[i].Name] = true
+	}
+	var stray []string
+	from, end := ks.Ticks(), clientv3.GetPrefixRangeEnd(ks.Ticks())
+	for {
+		resp, err := cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(ticksPerScan))
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: scan %s: %w", ks.Ticks(), err)
+		}
+		for _, kv := range resp.Kvs {
+			if _, job, ok := ks.TickFromKey(string(kv.Key)); ok && !keep[job] {
+				stray = append(stray, string(kv.Key))
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return stray, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// deleteTicks deletes records in transactions guarded by the pointer still
+// being the one this apply wrote: once a later apply has flipped, it owns
+// the collection, and may have brought back a job whose record this one
+// would wrongly delete.
+func deleteTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, flipRev int64, keys []string, opts ApplyOptions) error {
+	guard := clientv3.Compare(clientv3.ModRevision(ks.JobsCurrent()), "=", flipRev)
+	for len(keys) > 0 {
+		n := min(len(keys), maxTxnOps)
+		ops := make([]clientv3.Op, 0, n)
+		for _, k := range keys[:n] {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+		resp, err := cli.Txn(ctx).If(guard).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("jobstore: delete records of removed jobs: %w", err)
+		}
+		if !resp.Succeeded {
+			opts.Logger.Info("a newer job set was applied; leaving the rest of the record collection to it")
+			return nil
+		}
+		keys = keys[n:]
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package jobstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// chunksPerRead bounds one ranged read of chunks (each at most ChunkBytes,
+// compressed far smaller in practice), so a response stays modest.
+const chunksPerRead = 16
+
+// compactedRetries bounds how often Load starts over because the revision it
+// was reading at was compacted away; each retry reads at a fresh revision,
+// so more than a couple means compaction runs far too often.
+const compactedRetries = 5
+
+// Load returns the cluster's current job set, read consistently: the
+// pointer, then its chunks at the pointer's read revision, so the result is
+// exactly one applied version. A cluster without a job set returns an empty
+// set with Version 0. Data in a newer format fails with ErrFormat.
+func Load(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, error) {
+	set, _, err := loadCurrent(ctx, cli, ks)
+	return set, err
+}
+
+// loadCurrent is Load that also returns the pointer it followed (modRev 0
+// when there is none), which Apply compare-and-swaps on, and the revision
+// it was read at, which Watch starts from.
+func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, pointer, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := cli.Get(ctx, ks.JobsCurrent())
+		if err != nil {
+			return config.JobSet{}, pointer{}, fmt.Errorf("jobstore: read %s: %w", ks.JobsCurrent(), err)
+		}
+		if len(resp.Kvs) == 0 {
+			return config.JobSet{}, pointer{readRev: resp.Header.Revision}, nil
+		}
+		p, err := decodePointer(resp.Kvs[0].Value)
+		if err != nil {
+			return config.JobSet{}, pointer{}, err
+		}
+		p.modRev, p.readRev = resp.Kvs[0].ModRevision, resp.Header.Revision
+		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision)
+		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
+			// The revision was compacted between the two reads: a newer
+			// pointer may be current by now, so start again from it.
+			continue
+		}
+		return set, p, err
+	}
+}
+
+// readVersion reads the chunks of p's version as of revision rev, at which
+// p is known to be the pointer (or to have been written, for a watch event).
+func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64) (config.JobSet, error) {
+	r := newChunkReader(p)
+	prefix := ks.JobSet(p.Version)
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		resp, err := cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(chunksPerRead))
+		if err != nil {
+			return config.JobSet{}, fmt.Errorf("jobstore: read version %d at revision %d: %w", p.Version, rev, err)
+		}
+		for _, kv := range resp.Kvs {
+			index, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), prefix))
+			if err != nil {
+				return config.JobSet{}, fmt.Errorf("%w: unexpected key %q", ErrCorrupt, kv.Key)
+			}
+			if err := r.add(index, kv.Value); err != nil {
+				return config.JobSet{}, err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return r.finish()
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
