@@ -234,11 +234,14 @@ type fakeRunner struct {
 	mu     sync.Mutex
 	runs   []runRec
 	active atomic.Int32
+	peak   atomic.Int32 // most runs at once
 	behave func(ctx context.Context, r Run) Result
 }
 
 func (f *fakeRunner) Run(ctx context.Context, r Run) Result {
-	f.active.Add(1)
+	if n := f.active.Add(1); n > f.peak.Load() {
+		f.peak.Store(n)
+	}
 	defer f.active.Add(-1)
 	start := time.Now()
 	res := Result{Status: StatusSucceeded}

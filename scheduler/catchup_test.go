@@ -1,0 +1,172 @@
+package scheduler
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// After an hour with nobody owning the shard, a new owner follows each
+// misfire policy with exact counts, bounded by the starting deadline.
+func TestCatchUpAfterOneHourDown(t *testing.T) {
+	cases := []struct {
+		name            string
+		misfire         config.Misfire
+		deadline        time.Duration
+		maxRuns         int
+		wantRun, wantSk int
+		wantFirst       time.Duration // first run's tick, from t0
+	}{
+		{"skip", config.MisfireSkip, 0, 0, 0, 60, 0},
+		{"run_once", config.MisfireRunOnce, 0, 0, 1, 59, 0},
+		{"run_once/deadline", config.MisfireRunOnce, 30 * time.Second, 0, 1, 59, 0},
+		{"run_all", config.MisfireRunAll, 0, 0, 60, 0, -59 * time.Minute},
+		{"run_all/deadline", config.MisfireRunAll, 10 * time.Minute, 0, 11, 49, -10 * time.Minute},
+		{"run_all/cap", config.MisfireRunAll, 0, 5, 60, 0, -59 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0)
+				j := jobIn(3, "minutely", "0 * * * * *")
+				j.Misfire, j.StartingDeadline = c.misfire, config.Duration(c.deadline)
+				h := newHarness(t, func(cfg *Config) {
+					if c.maxRuns > 0 {
+						cfg.MaxConcurrentRuns = c.maxRuns
+					}
+				}, j)
+				defer h.stop()
+				h.runner.behave = work(time.Second)
+				h.store.put(3, Record{Job: j.Name, Token: 5, LastClaimed: t0.Add(-time.Hour)})
+				g, _ := h.grant(3, 9, nil)
+				h.s.Acquired(g)
+				time.Sleep(30 * time.Second) // the next tick, t0+1m, is not due yet
+				synctest.Wait()
+				runs := h.runner.of(j.Name)
+				if len(runs) != c.wantRun {
+					t.Fatalf("%d runs, want %d", len(runs), c.wantRun)
+				}
+				if len(runs) > 0 {
+					ticks := ticksOf(runs)
+					if !ticks[0].Equal(t0.Add(c.wantFirst)) || !ticks[len(ticks)-1].Equal(t0) {
+						t.Errorf("ran ticks %v .. %v", ticks[0], ticks[len(ticks)-1])
+					}
+				}
+				rec := h.store.record(3, j.Name)
+				if rec.Skipped != int64(c.wantSk) || !rec.LastClaimed.Equal(t0) || len(rec.InFlight) != 0 {
+					t.Errorf("record: skipped %d (want %d), last claimed %v, in flight %v", rec.Skipped, c.wantSk, rec.LastClaimed, rec.InFlight)
+				}
+				if got := testutil.ToFloat64(h.s.m.runs.WithLabelValues("skipped")); got != float64(c.wantSk) {
+					t.Errorf("runs_total{skipped} = %v", got)
+				}
+				// Then the job goes on at its own pace.
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n := len(h.runner.of(j.Name)); n != c.wantRun+1 {
+					t.Errorf("after the next tick: %d runs, want %d", n, c.wantRun+1)
+				}
+			})
+		})
+	}
+}
+
+// A tick in flight under an older token was interrupted: the new owner runs
+// it once more, with its own token and Rerun set, and records it.
+func TestInterruptedTickRerunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-30 * time.Second))
+		j := jobIn(2, "minutely", "0 * * * * *")
+		j.Misfire = config.MisfireSkip
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		tick := t0.Add(-time.Minute)
+		h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: tick, InFlight: []Flight{{Tick: tick, Token: 5}}})
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		runs := h.runner.of(j.Name)
+		if len(runs) != 2 {
+			t.Fatalf("runs %+v, want the re-run and the next tick", runs)
+		}
+		if r := runs[0]; !r.Tick.Equal(tick) || r.Token != 9 || !r.Rerun {
+			t.Errorf("re-run: %+v", r.Run)
+		}
+		if r := runs[1]; !r.Tick.Equal(t0) || r.Token != 9 || r.Rerun {
+			t.Errorf("next tick: %+v", r.Run)
+		}
+		rec := h.store.record(2, j.Name)
+		if len(rec.InFlight) != 0 || len(rec.History) != 2 || !rec.History[0].Rerun || rec.History[0].Token != 9 {
+			t.Errorf("record: %+v", rec)
+		}
+		if got := testutil.ToFloat64(h.s.m.reruns); got != 1 {
+			t.Errorf("reruns_total = %v", got)
+		}
+	})
+}
+
+// Ticks after a graceful release's stopped_at all run, even with misfire
+// skip; the ticks before it follow the policy. A release older than a
+// later owner's writes is not a handoff.
+func TestHandoffTicksAllRun(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		releasedBy        int64
+		wantRun, wantSkip int
+	}{
+		{"handoff", 5, 30, 10},
+		{"release predates a crashed owner", 4, 0, 40},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stopped := t0
+				sleepUntil(stopped.Add(30 * time.Second))
+				j := jobIn(4, "secondly", "* * * * * *")
+				j.Misfire = config.MisfireSkip
+				h := newHarness(t, nil, j)
+				defer h.stop()
+				h.store.put(4, Record{Job: j.Name, Token: 5, LastClaimed: stopped.Add(-10 * time.Second)})
+				g, _ := h.grant(4, 9, &Released{StoppedAt: stopped, Token: c.releasedBy})
+				h.s.Acquired(g)
+				time.Sleep(500 * time.Millisecond)
+				synctest.Wait()
+				runs := h.runner.of(j.Name)
+				if len(runs) != c.wantRun {
+					t.Fatalf("%d runs, want %d", len(runs), c.wantRun)
+				}
+				if c.wantRun > 0 {
+					if ticks := ticksOf(runs); !ticks[0].Equal(stopped.Add(time.Second)) {
+						t.Errorf("first handoff tick %v", ticks[0])
+					}
+				}
+				if rec := h.store.record(4, j.Name); rec.Skipped != int64(c.wantSkip) {
+					t.Errorf("skipped %d, want %d", rec.Skipped, c.wantSkip)
+				}
+			})
+		})
+	}
+}
+
+// No owner runs a tick at or before the job's since.
+func TestSinceRespected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(5, "minutely", "0 * * * * *")
+		j.Since = t0.Add(-30*time.Minute - time.Second)
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.store.put(5, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-2 * time.Hour)})
+		g, _ := h.grant(5, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		ticks := ticksOf(h.runner.of(j.Name))
+		if len(ticks) != 31 || !ticks[0].Equal(t0.Add(-30*time.Minute)) {
+			t.Fatalf("ran %d ticks from %v, want 31 from %v", len(ticks), ticks[0], t0.Add(-30*time.Minute))
+		}
+	})
+}
