@@ -243,7 +243,9 @@ func (l *loop) acquire(s int) {
 	}
 	h := &holding{tok: tok, since: acquired}
 	h.lost, h.cancel = context.WithCancelCause(l.lostCtx)
+	t0 := time.Now()
 	cp, err := l.checkpoint(ctx, s)
+	l.m.log.Debug("checkpoint read", "shard", s, "duration_ms", time.Since(t0).Milliseconds(), "err", err)
 	l.m.mu.Lock()
 	h.phase = granting
 	if err != nil {

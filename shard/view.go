@@ -11,6 +11,7 @@ import (
 // watch and the periodic re-read report them. Owned by the loop goroutine.
 type view struct {
 	rev     int64 // every change up to rev is applied
+	listed  int64 // the revision of the listing the view was built from
 	members map[string]*memberView
 	shards  map[int]shardView
 	// freeSince is when each shard without a key was first seen free.
@@ -44,7 +45,7 @@ func (l *loop) reset(kvs []*mvccpb.KeyValue, rev int64, initial bool) {
 	now := time.Now()
 	old := l.v
 	v := newView()
-	v.rev = rev
+	v.rev, v.listed = rev, rev
 	for _, kv := range kvs {
 		l.apply(v, mvccpb.PUT, kv, now, old, initial)
 	}
@@ -61,13 +62,16 @@ func (l *loop) reset(kvs []*mvccpb.KeyValue, rev int64, initial bool) {
 	l.v = v
 }
 
-// event applies one watch event unless the view already reflects it.
+// event applies one watch event unless the listing the view was built
+// from already reflects it (a re-read while the watch ran on). Events of
+// one transaction share a revision, so the comparison is with the listing's
+// revision, not with the last event's.
 func (l *loop) event(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) {
-	if kv.ModRevision <= l.v.rev {
+	if kv.ModRevision <= l.v.listed {
 		return
 	}
 	l.apply(l.v, typ, kv, time.Now(), l.v, false)
-	l.v.rev = kv.ModRevision
+	l.v.rev = max(l.v.rev, kv.ModRevision)
 }
 
 func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, now time.Time, old *view, initial bool) {
