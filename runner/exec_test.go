@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,15 +181,24 @@ func TestExecDeadlineRunsOutKillsGroup(t *testing.T) {
 
 // Scenario 3a: loss of the shard SIGKILLs the group at once, without
 // SIGTERM.
+// Neither the supervisor's nor the job's environment holds the server's
+// secret, read from /proc while they run.
 func TestExecShardLostKillsAtOnce(t *testing.T) {
+	t.Setenv("SHARDCRON_ETCD_PASSWORD", "secret")
 	rn := newRunner(t, nil)
 	job, beat, term := heartbeatJob(t.TempDir())
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	resc := make(chan scheduler.Result, 1)
 	go func() { resc <- rn.Run(ctx, testRun(job, slidingDeadline{time.Minute})) }()
-	_, pid := rn.nextPids(t)
+	sup, pid := rn.nextPids(t)
 	waitBeating(t, beat, 3)
+	for _, p := range []int{sup, pid} {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if err != nil || strings.Contains(string(env), "secret") || (p == pid && !strings.Contains(string(env), "SHARDCRON_FENCING_TOKEN=90210")) {
+			t.Fatalf("environment of %d: %q, %v", p, env, err)
+		}
+	}
 	lost := time.Now()
 	cancel(scheduler.ErrShardLost)
 	gone := waitGone(t, pid, 10*time.Second)

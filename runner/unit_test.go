@@ -1,0 +1,91 @@
+package runner
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+func TestExpand(t *testing.T) {
+	env := map[string]string{"SHARDCRON_JOB_A": "alpha", "SHARDCRON_JOB_EMPTY": "", "SECRET": "s"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, c := range []struct{ in, want, err string }{
+		{"plain", "plain", ""},
+		{"${SHARDCRON_JOB_A}/x", "alpha/x", ""},
+		{"a${SHARDCRON_JOB_EMPTY}b", "ab", ""},
+		{"$$ and $HOME and $", "$ and $HOME and $", ""},
+		{"$${SHARDCRON_JOB_A}", "${SHARDCRON_JOB_A}", ""},
+		{"${SECRET}", "", "${SECRET}: only variables named SHARDCRON_JOB_*"},
+		{"${SHARDCRON_JOB_}", "", "only variables"},
+		{"${SHARDCRON_JOB_B}", "", "${SHARDCRON_JOB_B} is not set"},
+		{"${SHARDCRON_JOB_A", "", "unterminated"},
+	} {
+		got, err := expand(c.in, lookup)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("expand(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		case c.err != "" && (err == nil || !errors.Is(err, ErrExpand) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("expand(%q) error %v; want one containing %q", c.in, err, c.err)
+		}
+	}
+}
+
+// The bounded output keeps exactly the first and last halves of whatever
+// is written, in any chunking, and says how much it dropped.
+func TestBoundedOutputProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		max := rapid.IntRange(2, 64).Draw(t, "max")
+		chunks := rapid.SliceOf(rapid.StringMatching(`[a-z]{0,40}`)).Draw(t, "chunks")
+		b := newBoundedOutput(max)
+		all := ""
+		for _, c := range chunks {
+			_, _ = b.Write([]byte(c))
+			all += c
+		}
+		if len(all) <= max {
+			if b.String() != all || b.truncated() {
+				t.Fatalf("%q kept as %q", all, b.String())
+			}
+			return
+		}
+		head, tail := all[:max/2], all[len(all)-(max-max/2):]
+		got := b.String()
+		if !strings.HasPrefix(got, head) || !strings.HasSuffix(got, tail) || !b.truncated() {
+			t.Fatalf("%q (max %d) kept as %q", all, max, got)
+		}
+		if !strings.Contains(got, "bytes dropped]") {
+			t.Fatalf("no marker in %q", got)
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]Config{
+		"negative grace":  {KillGrace: -1},
+		"negative output": {MaxOutputBytes: -1},
+		"slow extend":     {ExtendEvery: time.Second},
+		"empty argv0":     {Supervisor: []string{""}},
+		"negative client": {ClientTimeout: -time.Second},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+		if _, err := New(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("New with %s: %v, want ErrConfig", name, err)
+		}
+	}
+	rn, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	if rn.cfg.KillGrace != DefaultKillGrace || rn.cfg.MaxOutputBytes != DefaultMaxOutputBytes || rn.cfg.Env == nil {
+		t.Fatalf("defaults not applied: %+v", rn.cfg)
+	}
+}
