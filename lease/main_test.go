@@ -1,0 +1,131 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcd()...) }
+
+var ks = keyspace.New("test")
+
+// testCfg is a short-TTL config with hooks the test can fill in.
+func testCfg(ttl time.Duration) (Config, *hooks) {
+	h := &hooks{}
+	cfg := DefaultConfig()
+	cfg.TTL = ttl
+	cfg.hooks = h
+	return cfg, h
+}
+
+func newSession(t testing.TB, cli *clientv3.Client, cfg Config) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := NewSession(ctx, cli, ks, cfg)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// renewals records the send time of every successful renewal.
+type renewals struct {
+	mu    sync.Mutex
+	sent  []time.Duration
+	count atomic.Int64
+}
+
+func (r *renewals) hook(h *hooks) {
+	h.onRenewed = func(sent time.Duration, _ int64) {
+		r.mu.Lock()
+		r.sent = append(r.sent, sent)
+		r.mu.Unlock()
+		r.count.Add(1)
+	}
+}
+
+func (r *renewals) times() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.sent...)
+}
+
+// eventually polls cond every 10 ms until it holds, failing after d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDone waits for the session to end and returns when it did.
+func waitDone(t testing.TB, s *Session, d time.Duration) time.Time {
+	t.Helper()
+	select {
+	case <-s.Done():
+		return time.Now()
+	case <-time.After(d):
+		t.Fatalf("session still valid %v later (remaining %v)", d, s.Remaining())
+		return time.Time{}
+	}
+}
+
+// expiryWatch watches a key attached to the session's lease and reports
+// the moment etcd deletes it: the lease's actual expiry (or revocation).
+func expiryWatch(t testing.TB, s *Session, cli *clientv3.Client, key string) <-chan time.Time {
+	t.Helper()
+	ctx := tctx(t)
+	rev, err := s.Create(ctx, key, "alive")
+	if err != nil {
+		t.Fatalf("create %s: %v", key, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	wch := cli.Watch(wctx, key, clientv3.WithRev(rev+1))
+	out := make(chan time.Time, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for wr := range wch {
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					out <- time.Now()
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+func leaseTTL(t testing.TB, cli *clientv3.Client, id clientv3.LeaseID) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.TimeToLive(ctx, id)
+	if err != nil {
+		t.Fatalf("TimeToLive: %v", err)
+	}
+	return resp.TTL
+}
