@@ -279,3 +279,28 @@ func TestCrashedApplyOrphanCollectedByNextApply(t *testing.T) {
 	v3 := mustApply(t, cli, ks, jobs(0, 50, 3), ApplyOptions{})
 	wantVersions(t, cli, ks, v3.Version)
 }
+
+func TestLoadRetriesWhenItsRevisionIsCompacted(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	ks := keyspace.New("loadcompact")
+	mustApply(t, cli, ks, jobs(0, 10, 1), ApplyOptions{})
+	var v2 int64
+	// Between Load's read of the pointer and its read of the chunks, a new
+	// version is applied and history compacted past the pointer's revision.
+	testHookAfterPointer = func() {
+		testHookAfterPointer = nil
+		v2 = mustApply(t, cli, ks, jobs(0, 10, 2), ApplyOptions{}).Version
+		resp, err := cli.Get(testCtx(t, 10*time.Second), "any")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Compact(testCtx(t, 10*time.Second), resp.Header.Revision); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { testHookAfterPointer = nil })
+	set := mustLoad(t, cli, ks)
+	if v2 == 0 || set.Version != v2 || fingerprint(set.Jobs) != fingerprint(jobs(0, 10, 2)) {
+		t.Fatalf("Load = version %d, want %d after a compaction under it", set.Version, v2)
+	}
+}

@@ -23,6 +23,10 @@ const chunksPerRead = 16
 // so more than a couple means compaction runs far too often.
 const compactedRetries = 5
 
+// testHookAfterPointer, when set by a test, runs between reading the
+// pointer and reading its chunks. Always nil outside tests.
+var testHookAfterPointer func()
+
 // Load returns the cluster's current job set, read consistently: the
 // pointer, then its chunks at the pointer's read revision, so the result is
 // exactly one applied version. A cluster without a job set returns an empty
@@ -49,6 +53,9 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (
 			return config.JobSet{}, pointer{}, err
 		}
 		p.modRev, p.readRev = resp.Kvs[0].ModRevision, resp.Header.Revision
+		if testHookAfterPointer != nil {
+			testHookAfterPointer()
+		}
 		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision)
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
