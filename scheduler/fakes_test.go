@@ -303,8 +303,21 @@ const testShards = 8
 // newHarness starts a scheduler with the given jobs (version 1) on the
 // fake clock of the calling synctest bubble.
 func newHarness(t *testing.T, mod func(*Config), jobs ...config.Job) *harness {
-	h := &harness{t: t, store: newFakeStore(t), runner: &fakeRunner{}, deadline: newDeadline(1000 * time.Hour),
+	return newHarnessWith(t, newFakeStore(t), nil, mod, jobs...)
+}
+
+// newHarnessStore starts a harness whose Scheduler sees store (which wraps
+// the fake store) instead of the bare fake.
+func newHarnessStore(t *testing.T, store loaderStore) *harness {
+	return newHarnessWith(t, store.fakeStore, store, nil)
+}
+
+func newHarnessWith(t *testing.T, fs *fakeStore, store Store, mod func(*Config), jobs ...config.Job) *harness {
+	h := &harness{t: t, store: fs, runner: &fakeRunner{}, deadline: newDeadline(1000 * time.Hour),
 		reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	if store == nil {
+		store = fs
+	}
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.Shards = "c1", "n1", testShards
 	cfg.Registerer = h.reg
@@ -314,7 +327,7 @@ func newHarness(t *testing.T, mod func(*Config), jobs ...config.Job) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	s, err := New(cfg, h.store, h.runner)
+	s, err := New(cfg, store, h.runner)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,342 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// A claim refused by the fence (another generation holds the shard) stops
+// the shard: its runs are cancelled with cause ErrShardLost and nothing
+// more is written or run for it. Other shards go on.
+func TestShardLostStopsShard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		long := jobIn(1, "long", "0 * * * * *")
+		tick := jobIn(1, "tick", "* * * * * *")
+		other := jobIn(2, "other", "* * * * * *")
+		h := newHarness(t, nil, long, tick, other)
+		defer h.stop()
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			if r.Job.Name == long.Name {
+				return work(time.Hour)(ctx, r)
+			}
+			return Result{Status: StatusSucceeded}
+		}
+		g1, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g1)
+		g2, _ := h.grant(2, 10, nil)
+		h.s.Acquired(g2)
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		// Another node takes shard 1 (generation 20).
+		h.store.mu.Lock()
+		h.store.fence[1] = 20
+		h.store.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		lr := h.runner.of(long.Name)
+		if len(lr) != 1 || !errors.Is(lr[0].cause, ErrShardLost) {
+			t.Fatalf("long run: %+v, want cancelled with ErrShardLost", lr)
+		}
+		if g1.Lost.Err() == nil {
+			t.Error("the fence failure did not end the Grant")
+		}
+		ticks := len(h.runner.of(tick.Name))
+		commits, _, _ := h.store.counts()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := len(h.runner.of(tick.Name)); n != ticks {
+			t.Errorf("shard 1 kept firing: %d runs, then %d", ticks, n)
+		}
+		if n := len(h.runner.of(other.Name)); n != 13 {
+			t.Errorf("shard 2: %d runs, want 13", n)
+		}
+		if c, _, _ := h.store.counts(); c != commits+20 { // shard 2 only: claim + completion each second
+			t.Errorf("commits %d -> %d: shard 1 still writing?", commits, c)
+		}
+		if got := testutil.ToFloat64(h.s.m.claimFailures.WithLabelValues("lost")); got != 1 {
+			t.Errorf("write_failures_total{lost} = %v", got)
+		}
+		for _, in := range h.s.Jobs() {
+			if in.Owned != (in.Shard == 2) {
+				t.Errorf("%+v", in)
+			}
+		}
+		// The long run's tick stays in flight under token 9: the next owner
+		// re-runs it.
+		if rec := h.store.record(1, long.Name); len(rec.InFlight) != 1 || rec.InFlight[0].Token != 9 {
+			t.Errorf("long record: %+v", rec)
+		}
+	})
+}
+
+// The safe deadline is checked synchronously before every write: once it
+// has passed (even with no one having cancelled Lost), nothing is sent, the
+// shard stops and its runs are cancelled with ErrDeadline.
+func TestDeadlineCheckedBeforeCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		long := jobIn(1, "long", "0 * * * * *")
+		tick := jobIn(1, "tick", "* * * * * *")
+		h := newHarness(t, nil, long, tick)
+		defer h.stop()
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			if r.Job.Name == long.Name {
+				return work(time.Hour)(ctx, r)
+			}
+			return Result{Status: StatusSucceeded}
+		}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		h.deadline.until.Store(time.Now().Add(500 * time.Millisecond).UnixNano())
+		commits, _, _ := h.store.counts()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if c, _, _ := h.store.counts(); c != commits {
+			t.Errorf("commits %d -> %d after the deadline", commits, c)
+		}
+		lr := h.runner.of(long.Name)
+		if len(lr) != 1 || !errors.Is(lr[0].cause, ErrDeadline) {
+			t.Errorf("long run: %+v, want cancelled with ErrDeadline", lr)
+		}
+		if n := len(h.runner.of(tick.Name)); n != 2 {
+			t.Errorf("tick ran %d times, want 2", n)
+		}
+	})
+}
+
+// The Grant's Lost ending (cause ErrDeadline) stops the shard at once.
+func TestLostCancelsRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		long := jobIn(1, "long", "0 * * * * *")
+		h := newHarness(t, nil, long)
+		defer h.stop()
+		h.runner.behave = work(time.Hour)
+		g, lose := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		lose(ErrDeadline)
+		synctest.Wait()
+		lr := h.runner.of(long.Name)
+		if len(lr) != 1 || !errors.Is(lr[0].cause, ErrDeadline) {
+			t.Fatalf("run: %+v", lr)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n := len(h.runner.all()); n != 1 {
+			t.Errorf("%d runs after the loss", n)
+		}
+	})
+}
+
+// An unknown outcome is retried with the same record and Rev; if it stays
+// unknown until the safe deadline, the shard stops and nothing ran.
+func TestUnknownRetriedUntilDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		var attempts []Write
+		h.store.inject = func(w Write) (error, bool) {
+			attempts = append(attempts, w)
+			return ErrUnknown, false
+		}
+		h.deadline.until.Store(t0.Add(3 * time.Second).UnixNano())
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := len(h.runner.all()); n != 0 {
+			t.Errorf("%d runs without a claim", n)
+		}
+		h.store.mu.Lock()
+		n := len(attempts)
+		for _, w := range attempts {
+			if w.Rev != 0 || string(w.Value) != string(attempts[0].Value) {
+				t.Errorf("retry changed the write: %+v", w)
+			}
+		}
+		h.store.mu.Unlock()
+		if n < 4 {
+			t.Errorf("%d attempts, want retries until the deadline", n)
+		}
+		for _, in := range h.s.Jobs() {
+			if in.Owned {
+				t.Errorf("shard still owned past the deadline: %+v", in)
+			}
+		}
+	})
+}
+
+// A first attempt of unknown outcome that did not land, then a success:
+// the tick runs once.
+func TestUnknownThenSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		failed := false
+		h.store.inject = func(w Write) (error, bool) {
+			if !failed {
+				failed = true
+				return ErrUnknown, false
+			}
+			return nil, false
+		}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		runs := h.runner.all()
+		if len(runs) != 1 || !runs[0].start.Equal(t0.Add(retryMin)) {
+			t.Errorf("runs %+v, want one after one retry", runs)
+		}
+	})
+}
+
+// An unknown outcome that did land makes the retry stale. Without a Loader
+// the job is parked: the claim stays in flight for the next owner, who
+// re-runs it. With one, the record is re-read and the claim, which did
+// land, runs once.
+func TestUnknownThatLanded(t *testing.T) {
+	for _, withLoader := range []bool{false, true} {
+		name := "park"
+		if withLoader {
+			name = "reload"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(-time.Second))
+				j := jobIn(1, "j", "0 * * * * *")
+				h := newHarness(t, nil)
+				if withLoader {
+					// A store that can re-read records.
+					h.stop()
+					h = newHarnessStore(t, loaderStore{h.store})
+				}
+				defer h.stop()
+				h.s.SetJobs(config.JobSet{Version: 1, Jobs: []config.Job{j}})
+				once := false
+				h.store.inject = func(w Write) (error, bool) {
+					if !once {
+						once = true
+						return ErrUnknown, true
+					}
+					return nil, false
+				}
+				g, _ := h.grant(1, 9, nil)
+				h.s.Acquired(g)
+				time.Sleep(90 * time.Second)
+				synctest.Wait()
+				runs := h.runner.all()
+				rec := h.store.record(1, j.Name)
+				if !withLoader {
+					if len(runs) != 0 || len(rec.InFlight) != 1 || rec.InFlight[0].Token != 9 {
+						t.Fatalf("runs %d, record %+v: want parked with the claim in flight", len(runs), rec)
+					}
+					// The next owner re-runs it.
+					g2, _ := h.grant(1, 11, nil)
+					h.s.Acquired(g2)
+					time.Sleep(time.Second)
+					synctest.Wait()
+					// It re-runs t0 and catches up t0+1m (misfire run_all).
+					var reruns []runRec
+					for _, r := range h.runner.all() {
+						if r.Rerun {
+							reruns = append(reruns, r)
+						}
+					}
+					if len(reruns) != 1 || reruns[0].Token != 11 || !reruns[0].Tick.Equal(t0) {
+						t.Errorf("next owner's re-runs: %+v", reruns)
+					}
+					if n := len(h.runner.all()); n != 2 {
+						t.Errorf("next owner: %d runs, want 2", n)
+					}
+					return
+				}
+				if len(runs) != 2 || !runs[0].Tick.Equal(t0) || runs[0].Rerun || !runs[1].Tick.Equal(t0.Add(time.Minute)) {
+					t.Errorf("runs %+v, want t0 once then the next tick", runs)
+				}
+				if len(rec.InFlight) != 0 || len(rec.History) != 2 {
+					t.Errorf("record %+v", rec)
+				}
+			})
+		})
+	}
+}
+
+// Drain stops firing at once and returns that instant, after the shard's
+// runs ended and their completions were written.
+func TestDrainWaitsForRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(3 * time.Second)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(1500 * time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		called := time.Now()
+		stopped := h.s.Drain(ctx, 1)
+		if !stopped.Equal(called) {
+			t.Errorf("stoppedAt %v, want %v", stopped, called)
+		}
+		if want := t0.Add(4 * time.Second); !time.Now().Equal(want) {
+			t.Errorf("Drain returned at %v, want %v (the last run's end)", time.Now(), want)
+		}
+		rec := h.store.record(1, j.Name)
+		if len(rec.InFlight) != 0 || len(rec.History) != 2 || !rec.LastClaimed.Equal(t0.Add(time.Second)) {
+			t.Errorf("record after drain: %+v", rec)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := len(h.runner.all()); n != 2 {
+			t.Errorf("%d runs, want 2", n)
+		}
+	})
+}
+
+// A Drain whose context ends cancels the runs in an orderly way and leaves
+// them in flight, so the successor re-runs them.
+func TestDrainTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(time.Hour)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(2 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		called := time.Now()
+		stopped := h.s.Drain(ctx, 1)
+		if !stopped.Equal(called) || !time.Now().Equal(called.Add(2*time.Second)) {
+			t.Errorf("stoppedAt %v, returned at %v; called at %v", stopped, time.Now(), called)
+		}
+		runs := h.runner.all()
+		if len(runs) != 1 || !errors.Is(runs[0].cause, errDrainTimeout) {
+			t.Fatalf("runs %+v", runs)
+		}
+		if rec := h.store.record(1, j.Name); len(rec.InFlight) != 1 {
+			t.Errorf("record %+v: want the cancelled run in flight", rec)
+		}
+	})
+}
