@@ -152,6 +152,11 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	<-e.waited
 	<-statDone
 	select {
+	case pid := <-pids: // the job was quicker than the loop
+		e.gotPid(pid)
+	default:
+	}
+	select {
 	case <-outDone:
 	case <-time.After(outputLinger):
 		_ = outR.Close() // something escaped the group and holds the pipe
@@ -179,10 +184,7 @@ func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string)
 		case <-e.waited:
 			return local
 		case pid := <-pids:
-			e.jobPid = pid
-			if e.rn.started != nil {
-				e.rn.started(e.cmd.Process.Pid, pid)
-			}
+			e.gotPid(pid)
 		case <-done:
 			done = nil
 			if killAtOnce(ctx) {
@@ -202,6 +204,13 @@ func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string)
 			local = reasonDeadline
 			e.send(msgKill + "\n")
 		}
+	}
+}
+
+func (e *execRun) gotPid(pid int) {
+	e.jobPid = pid
+	if e.rn.started != nil {
+		e.rn.started(e.cmd.Process.Pid, pid)
 	}
 }
 

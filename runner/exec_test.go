@@ -309,3 +309,29 @@ func TestExecConcurrent(t *testing.T) {
 		t.Fatalf("outputs %v", got)
 	}
 }
+
+// A process that leaves the job's group and session (setsid) and outlives
+// the job's main process is still killed: the supervisor is a child
+// subreaper and kills whatever is reparented to it.
+func TestExecEscapedDescendantKilled(t *testing.T) {
+	rn := newRunner(t, nil)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	res := rn.Run(context.Background(), testRun(execJob("escape", "sh", "-c",
+		"setsid sleep 300 >/dev/null 2>&1 & echo $! > "+pidFile+"; exit 0"), slidingDeadline{time.Minute}))
+	if res.Status != scheduler.StatusSucceeded {
+		t.Fatalf("status %s (%s)", res.Status, res.Detail)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		t.Fatal(err)
+	}
+	trackPids(t, pid)
+	if alive(pid) {
+		t.Fatalf("escaped descendant %d outlived its run", pid)
+	}
+	rn.nextPids(t)
+}

@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -90,6 +92,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	if err != nil {
 		if ctx.Err() != nil {
 			return stopped(ctx, r, "request abandoned")
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: fmt.Sprintf("request: %v", err)}
 		}
 		return failed("request: %v", err)
 	}

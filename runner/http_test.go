@@ -287,3 +287,12 @@ func TestHTTPUnreachable(t *testing.T) {
 		t.Fatalf("status %s (%s)", res.Status, res.Detail)
 	}
 }
+
+func TestHTTPClientTimeout(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	rn := newRunner(t, func(c *Config) { c.ClientTimeout = 100 * time.Millisecond })
+	res := rn.Run(context.Background(), testRun(httpJob(rc.URL), slidingDeadline{time.Minute}))
+	if res.Status != scheduler.StatusTimedOut || !strings.Contains(res.Detail, "Client.Timeout") {
+		t.Fatalf("status %s (%s)", res.Status, res.Detail)
+	}
+}

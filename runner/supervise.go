@@ -157,9 +157,7 @@ func (s *supervisor) watch(exited <-chan syscall.WaitStatus, ctl <-chan string) 
 		}
 		_ = syscall.Kill(-s.pgid, syscall.SIGKILL)
 		rep.Killed = true
-		if rep.Reason == reasonNone {
-			rep.Reason = reason
-		}
+		rep.Reason = reason // a kill after a term says why it did not wait
 	}
 	term := func(reason string) {
 		if termAt != 0 || rep.Killed {
