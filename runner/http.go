@@ -51,10 +51,7 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	}
 	method := h.Method
 	if method == "" {
-		method = http.MethodGet
-		if body != "" {
-			method = http.MethodPost
-		}
+		method = http.MethodPost // config's default, for jobs built in code
 	}
 	var rd io.Reader
 	if body != "" {

@@ -69,7 +69,7 @@ const (
 type report struct {
 	// Started is false when the job never started (Error says why).
 	Started bool   `json:"started"`
-	Exit    int    `json:"exit"`             // exit status, when it exited
+	Exit    int    `json:"exit"`             // exit status; 128+signal when a signal ended it
 	Signal  string `json:"signal,omitempty"` // the signal that ended it, if any
 	Reason  string `json:"reason,omitempty"` // why the supervisor stopped it
 	// Killed is true when SIGKILL went to the group while the job still ran

@@ -81,8 +81,6 @@ func SuperviseMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	switch {
 	case !rep.Started:
 		return 125
-	case rep.Signal != "":
-		return 128 + int(unix.SignalNum(rep.Signal))
 	}
 	return rep.Exit
 }
@@ -175,6 +173,7 @@ func (s *supervisor) watch(exited <-chan syscall.WaitStatus, ctl <-chan string) 
 			rep.Exit = ws.ExitStatus()
 			if ws.Signaled() {
 				rep.Signal = unix.SignalName(ws.Signal())
+				rep.Exit = 128 + int(ws.Signal()) // as a shell reports it
 			}
 			return rep
 		case m, ok := <-ctl:
