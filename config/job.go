@@ -23,31 +23,61 @@ const (
 	MisfireRunAll  Misfire = "run_all"  // run each, within the starting deadline
 )
 
-// Job is one entry of the jobs file, with defaults applied once validated.
-// Exactly one of HTTP, Exec and Func is set.
+// Job is one entry of the jobs file, with defaults applied once validated
+// (SetDefaults; ParseJobs does it). Exactly one of HTTP, Exec and Func is set.
 type Job struct {
-	Name             string            `yaml:"name" json:"name"`
-	Schedule         string            `yaml:"schedule" json:"schedule"`
-	Timezone         string            `yaml:"timezone,omitempty" json:"timezone,omitempty"`
-	HTTP             *HTTPTarget       `yaml:"http,omitempty" json:"http,omitempty"`
-	Exec             *ExecTarget       `yaml:"exec,omitempty" json:"exec,omitempty"`
-	Func             string            `yaml:"func,omitempty" json:"func,omitempty"`
-	Timeout          Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	Concurrency      Concurrency       `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	Misfire          Misfire           `yaml:"misfire,omitempty" json:"misfire,omitempty"`
-	StartingDeadline Duration          `yaml:"starting_deadline,omitempty" json:"starting_deadline,omitempty"`
-	Suspend          bool              `yaml:"suspend,omitempty" json:"suspend,omitempty"`
-	Env              map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Name identifies the job in the cluster and picks its shard: unique,
+	// [a-z0-9][a-z0-9._-]*, at most MaxNameLen (128) bytes.
+	Name string `yaml:"name" json:"name"`
+	// Schedule is a cron spec: 6 fields (seconds first), 5 fields, or a
+	// descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10s).
+	// See package schedule for the DST rules and what is rejected.
+	Schedule string `yaml:"schedule" json:"schedule"`
+	// Timezone is the IANA zone the schedule's fields are read in; default
+	// UTC.
+	Timezone string `yaml:"timezone,omitempty" json:"timezone,omitempty"`
+	// HTTP: send a request on every tick.
+	HTTP *HTTPTarget `yaml:"http,omitempty" json:"http,omitempty"`
+	// Exec: start a process on every tick.
+	Exec *ExecTarget `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// Func names a function registered in the process (embedding, tests).
+	Func string `yaml:"func,omitempty" json:"func,omitempty"`
+	// Timeout bounds one run: more than 0, at most MaxTimeout (24h);
+	// default DefaultTimeout (1m).
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Concurrency: what a tick does while the previous run still goes;
+	// default forbid.
+	Concurrency Concurrency `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	// Misfire: what a new owner does with ticks nobody ran; default
+	// run_once.
+	Misfire Misfire `yaml:"misfire,omitempty" json:"misfire,omitempty"`
+	// StartingDeadline is how late after its tick a run may still start
+	// (waiting for a slot, or caught up by a new owner); past it the tick is
+	// recorded as skipped. 0, the default, means no deadline: a late tick
+	// runs however late. At most MaxStartingDeadline (720h).
+	StartingDeadline Duration `yaml:"starting_deadline,omitempty" json:"starting_deadline,omitempty"`
+	// Suspend keeps the job (and its since) but fires nothing.
+	Suspend bool `yaml:"suspend,omitempty" json:"suspend,omitempty"`
+	// Env is added to an exec job's environment (only exec jobs take it).
+	// Values may hold ${SHARDCRON_JOB_*} references.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 
 	// Since is when a job of this name was first applied to the cluster; a
 	// new owner never runs ticks before it. Set by the job store, not the file.
 	Since time.Time `yaml:"-" json:"since,omitzero"`
 }
 
-// HTTPTarget is a request the job sends on every tick.
+// HTTPTarget is a request the job sends on every tick. URL, header values and
+// Body may hold ${SHARDCRON_JOB_*} references, expanded when the job runs
+// (Expand).
 type HTTPTarget struct {
-	URL     string            `yaml:"url" json:"url"`
-	Method  string            `yaml:"method,omitempty" json:"method,omitempty"`
+	// URL is an absolute http:// or https:// URL; it may start with a
+	// variable that supplies the scheme and host.
+	URL string `yaml:"url" json:"url"`
+	// Method is an HTTP method; default POST.
+	Method string `yaml:"method,omitempty" json:"method,omitempty"`
+	// Headers are sent with the request; names are unique ignoring case,
+	// and Shardcron-* names are reserved for the run's identity.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
 	// ExpectStatus lists the statuses that count as success; empty means 2xx.
@@ -57,8 +87,10 @@ type HTTPTarget struct {
 // ExecTarget is a process the job starts on every tick, without a shell
 // unless Command names one.
 type ExecTarget struct {
+	// Command is the program and its arguments (not expanded).
 	Command []string `yaml:"command" json:"command"`
-	Dir     string   `yaml:"dir,omitempty" json:"dir,omitempty"`
+	// Dir is the absolute working directory; default the server's.
+	Dir string `yaml:"dir,omitempty" json:"dir,omitempty"`
 }
 
 // JobSet is a validated job set at one version of the cluster's jobs/ key

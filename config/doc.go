@@ -1,0 +1,27 @@
+// Package config reads what users write: the jobs file (ParseJobs, LoadJobs,
+// MarshalJobs) and a replica's node settings (Node, LoadNodeFile,
+// ResolveNode, BindNodeFlags).
+//
+// The jobs file is strict. A typo must never become a job that silently does
+// not run, so unknown fields, duplicate keys (also inside headers and env),
+// values of the wrong type, tabs in indentation, text that is not UTF-8,
+// anchors and aliases, files over MaxFileSize (64 MiB), more than MaxJobs
+// (100,000) jobs, bad or duplicate names, cron specs that are malformed or
+// never fire, TZ= prefixes, unknown time zones, negative or absurd durations,
+// a missing or second run target, bad URLs and ${NAME} references outside
+// SHARDCRON_JOB_* are all errors.
+//
+// Failure model: parsing never stops at the first problem and never returns
+// part of a file. It returns every job or none, and then an Errors value
+// listing every problem (up to MaxErrors), each as
+//
+//	jobs.yaml:12: job "invoice-sweep": field "misfire": must be one of skip, run_once, run_all
+//
+// Each *Error wraps ErrInvalid and, where there is one, its cause (such as
+// schedule.ErrNeverFires), for errors.Is.
+//
+// Invariants: a job ParseJobs returns has its defaults set (SetDefaults) and
+// passes Validate; MarshalJobs of it parses back to the same job. Nothing in
+// this package panics or exits, and nothing here reads the environment except
+// ResolveNode through the function it is given.
+package config

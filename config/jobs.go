@@ -1,0 +1,216 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits of a jobs file. Past each, parsing fails with a message naming it.
+const (
+	// MaxJobs is the most jobs one file (and one cluster) holds.
+	MaxJobs = 100_000
+	// MaxNameLen is the longest job name, in bytes.
+	MaxNameLen = 128
+)
+
+var (
+	jobFields  = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "env"}
+	httpFields = []string{"url", "method", "headers", "body", "expect_status"}
+	execFields = []string{"command", "dir"}
+)
+
+// LoadJobs reads and parses the jobs file at path; see ParseJobs.
+func LoadJobs(path string) ([]Job, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": "), Err: err}
+	}
+	return ParseJobs(path, data)
+}
+
+// ParseJobs parses a jobs file (filename only labels the messages), checks
+// every job and fills in defaults. It returns either every job, in file
+// order, or nil and an Errors listing every problem found, each as
+// "file:line: job "name": field "f": message". Nothing is returned half-way.
+func ParseJobs(filename string, data []byte) ([]Job, error) {
+	c := &collector{file: filename}
+	root := parseDoc(c, data)
+	if len(c.errs) > 0 {
+		return nil, c.err()
+	}
+	if root == nil {
+		c.addf(0, "", "empty file: want a mapping with a jobs list (jobs: [] for none)")
+		return nil, c.err()
+	}
+	if root.Kind != yaml.MappingNode {
+		c.addf(root.Line, "", "the file must be a mapping with a jobs list, found %s", kindName(root))
+		return nil, c.err()
+	}
+	var items []*yaml.Node
+	found := false
+	top := &decoder{}
+	top.mapping(root, "", false, func(key string, k, v *yaml.Node) {
+		if key != "jobs" {
+			top.unknown(k, key, []string{"jobs"})
+			return
+		}
+		found = true
+		if v.Kind != yaml.SequenceNode {
+			top.errorf(v, "jobs", "must be a list of jobs, found %s (jobs: [] for none)", kindName(v))
+			return
+		}
+		items = v.Content
+		if len(items) > MaxJobs {
+			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), MaxJobs)
+			items = nil
+		}
+	})
+	if !found {
+		top.errorf(root, "", "no jobs list (jobs: [] for none)")
+	}
+	for _, e := range top.errs {
+		c.add(e)
+	}
+	if len(c.errs) > 0 {
+		return nil, c.err()
+	}
+
+	jobs := make([]Job, 0, len(items))
+	names := make(map[string]int, len(items))
+	for i, n := range items {
+		j, d := decodeJob(n)
+		label := fmt.Sprintf("#%d", i+1)
+		if j.Name != "" {
+			label = fmt.Sprintf("%q", j.Name)
+		}
+		if n.Kind == yaml.MappingNode {
+			j.SetDefaults()
+			validateJob(&j, func(field, msg string, cause error) {
+				if !d.failedUnder(field) {
+					d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: msg, Err: cause})
+				}
+			})
+		}
+		if first, dup := names[j.Name]; dup && j.Name != "" {
+			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})
+		} else if j.Name != "" {
+			names[j.Name] = lineOf(d.lines, "name", n.Line)
+		}
+		for _, e := range d.errs {
+			e.Job = label
+			c.add(e)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// lineOf returns the line of field, else of its nearest enclosing field,
+// else def.
+func lineOf(lines map[string]int, field string, def int) int {
+	for f := field; f != ""; {
+		if l, ok := lines[f]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(f, ".[")
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return def
+}
+
+// decodeJob reads one entry of the jobs list. Problems go to the returned
+// decoder; validation of the values happens afterwards, in validateJob.
+func decodeJob(n *yaml.Node) (Job, *decoder) {
+	d := &decoder{lines: map[string]int{}}
+	var j Job
+	d.mapping(n, "", false, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "name":
+			j.Name, _ = d.str(v, key)
+		case "schedule":
+			j.Schedule, _ = d.str(v, key)
+		case "timezone":
+			j.Timezone, _ = d.nonEmpty(v, key, "omit it for UTC")
+		case "http":
+			j.HTTP = d.httpTarget(v)
+		case "exec":
+			j.Exec = d.execTarget(v)
+		case "func":
+			j.Func, _ = d.nonEmpty(v, key, "name a registered function")
+		case "timeout":
+			if t, ok := d.duration(v, key); ok {
+				if t == 0 {
+					d.errorf(v, key, "must be more than 0 (omit it for the default, %v)", Duration(DefaultTimeout))
+				}
+				j.Timeout = t
+			}
+		case "concurrency":
+			s, _ := d.nonEmpty(v, key, "omit it for the default, forbid")
+			j.Concurrency = Concurrency(s)
+		case "misfire":
+			s, _ := d.nonEmpty(v, key, "omit it for the default, run_once")
+			j.Misfire = Misfire(s)
+		case "starting_deadline":
+			j.StartingDeadline, _ = d.duration(v, key)
+		case "suspend":
+			j.Suspend, _ = d.boolean(v, key)
+		case "env":
+			j.Env, _ = d.strMap(v, key, false)
+		default:
+			d.unknown(k, key, jobFields)
+		}
+	})
+	return j, d
+}
+
+func (d *decoder) httpTarget(n *yaml.Node) *HTTPTarget {
+	h := &HTTPTarget{}
+	ok := d.mapping(n, "http", false, func(key string, k, v *yaml.Node) {
+		field := "http." + key
+		switch key {
+		case "url":
+			h.URL, _ = d.str(v, field)
+		case "method":
+			h.Method, _ = d.nonEmpty(v, field, "omit it for the default, POST")
+		case "headers":
+			h.Headers, _ = d.strMap(v, field, true)
+		case "body":
+			h.Body, _ = d.str(v, field)
+		case "expect_status":
+			h.ExpectStatus, _ = d.intList(v, field)
+		default:
+			d.unknown(k, field, httpFields)
+		}
+	})
+	if !ok {
+		return &HTTPTarget{} // present but broken: still counts as the job's target
+	}
+	return h
+}
+
+func (d *decoder) execTarget(n *yaml.Node) *ExecTarget {
+	e := &ExecTarget{}
+	ok := d.mapping(n, "exec", false, func(key string, k, v *yaml.Node) {
+		field := "exec." + key
+		switch key {
+		case "command":
+			e.Command, _ = d.strList(v, field)
+		case "dir":
+			e.Dir, _ = d.nonEmpty(v, field, "omit it for the server's working directory")
+		default:
+			d.unknown(k, field, execFields)
+		}
+	})
+	if !ok {
+		return &ExecTarget{}
+	}
+	return e
+}

@@ -1,0 +1,278 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardcron/shardcron/schedule"
+)
+
+// Defaults and bounds of a job's fields.
+const (
+	DefaultTimezone    = "UTC"
+	DefaultMethod      = "POST"
+	DefaultConcurrency = ConcurrencyForbid
+	DefaultMisfire     = MisfireRunOnce
+	// DefaultTimeout bounds a run whose job sets no timeout.
+	DefaultTimeout = time.Minute
+	// MaxTimeout is the longest timeout a job may set.
+	MaxTimeout = 24 * time.Hour
+	// MaxStartingDeadline is the longest starting deadline a job may set.
+	MaxStartingDeadline = 30 * 24 * time.Hour
+)
+
+var (
+	jobName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// reservedEnv are set by the runner on every exec run.
+	reservedEnv = []string{"SHARDCRON_CLUSTER", "SHARDCRON_JOB", "SHARDCRON_TICK", "SHARDCRON_SHARD", "SHARDCRON_FENCING_TOKEN", "SHARDCRON_NODE"}
+	anyVar      = regexp.MustCompile(`\$\{[^}]*\}`)
+)
+
+// SetDefaults fills in every field the jobs file may omit: timezone UTC,
+// method POST, timeout 1m, concurrency forbid, misfire run_once. A starting
+// deadline of 0 (the default) means none: a late tick runs however late.
+func (j *Job) SetDefaults() {
+	if j.Timezone == "" {
+		j.Timezone = DefaultTimezone
+	}
+	if j.HTTP != nil && j.HTTP.Method == "" {
+		j.HTTP.Method = DefaultMethod
+	}
+	if j.Timeout == 0 {
+		j.Timeout = Duration(DefaultTimeout)
+	}
+	if j.Concurrency == "" {
+		j.Concurrency = DefaultConcurrency
+	}
+	if j.Misfire == "" {
+		j.Misfire = DefaultMisfire
+	}
+}
+
+// Validate checks a job whose defaults are set (SetDefaults), as ParseJobs
+// does, and returns Errors (without file or line) or nil.
+func (j Job) Validate() error {
+	var errs Errors
+	label := fmt.Sprintf("%q", j.Name)
+	validateJob(&j, func(field, msg string, cause error) {
+		errs = append(errs, &Error{Job: label, Field: field, Msg: msg, Err: cause})
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// validateJob reports each problem of j through report, by field path.
+func validateJob(j *Job, report func(field, msg string, cause error)) {
+	bad := func(field, format string, args ...any) { report(field, fmt.Sprintf(format, args...), nil) }
+
+	switch {
+	case j.Name == "":
+		bad("name", "is required")
+	case len(j.Name) > MaxNameLen:
+		bad("name", "is %d characters, more than the limit of %d", len(j.Name), MaxNameLen)
+	case !jobName.MatchString(j.Name):
+		bad("name", "%q must match [a-z0-9][a-z0-9._-]* (lower case letters, digits, '.', '_' and '-')", j.Name)
+	}
+
+	tz := j.Timezone
+	if _, err := schedule.LoadLocation(tz); err != nil {
+		report("timezone", strings.TrimPrefix(err.Error(), "schedule: "), err)
+		tz = DefaultTimezone // still check the spec itself
+	}
+	if strings.TrimSpace(j.Schedule) == "" {
+		bad("schedule", "is required")
+	} else if _, err := schedule.Parse(j.Schedule, tz); err != nil {
+		report("schedule", strings.TrimPrefix(err.Error(), "schedule: "), err)
+	}
+
+	var targets []string
+	if j.HTTP != nil {
+		targets = append(targets, "http")
+		validateHTTP(j.HTTP, report, bad)
+	}
+	if j.Exec != nil {
+		targets = append(targets, "exec")
+		validateExec(j.Exec, bad)
+	}
+	if j.Func != "" {
+		targets = append(targets, "func")
+		if strings.ContainsFunc(j.Func, func(r rune) bool { return r <= ' ' }) {
+			bad("func", "%q: a function name has no spaces or control characters", j.Func)
+		}
+	}
+	switch len(targets) {
+	case 0:
+		bad("", "has nothing to run: give exactly one of http, exec or func")
+	case 1:
+	default:
+		bad(targets[1], "the job also has %s: give exactly one of http, exec or func", targets[0])
+	}
+
+	switch {
+	case j.Timeout <= 0:
+		bad("timeout", "must be more than 0")
+	case j.Timeout.D() > MaxTimeout:
+		bad("timeout", "%v is more than the limit of %v", j.Timeout, Duration(MaxTimeout))
+	}
+	if !slices.Contains([]Concurrency{ConcurrencyAllow, ConcurrencyForbid, ConcurrencyReplace}, j.Concurrency) {
+		bad("concurrency", "must be one of allow, forbid, replace")
+	}
+	if !slices.Contains([]Misfire{MisfireSkip, MisfireRunOnce, MisfireRunAll}, j.Misfire) {
+		bad("misfire", "must be one of skip, run_once, run_all")
+	}
+	switch {
+	case j.StartingDeadline < 0:
+		bad("starting_deadline", "must not be negative")
+	case j.StartingDeadline.D() > MaxStartingDeadline:
+		bad("starting_deadline", "%v is more than the limit of %v", j.StartingDeadline, Duration(MaxStartingDeadline))
+	}
+
+	if len(j.Env) > 0 && j.Exec == nil {
+		bad("env", "is passed only to exec jobs")
+	}
+	for _, k := range sortedKeys(j.Env) {
+		field := "env." + k
+		switch {
+		case !envName.MatchString(k):
+			bad(field, "not a variable name (letters, digits and _, not starting with a digit)")
+		case slices.Contains(reservedEnv, k):
+			bad(field, "is set by shardcron on every run")
+		}
+		if strings.IndexByte(j.Env[k], 0) >= 0 {
+			bad(field, "holds a NUL byte")
+		}
+		checkExpansion(field, j.Env[k], report)
+	}
+}
+
+func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), bad func(field, format string, args ...any)) {
+	if h.URL == "" {
+		bad("http.url", "is required")
+	} else if checkExpansion("http.url", h.URL, report) {
+		if msg := checkURL(h.URL); msg != "" {
+			bad("http.url", "%s", msg)
+		}
+	}
+	if h.Method == "" {
+		bad("http.method", "is required")
+	} else if !isToken(h.Method) {
+		bad("http.method", "%q is not an HTTP method", h.Method)
+	}
+	for _, k := range sortedKeys(h.Headers) {
+		field := "http.headers." + k
+		v := h.Headers[k]
+		switch {
+		case !isToken(k):
+			bad(field, "not a valid header name")
+		case strings.HasPrefix(strings.ToLower(k), "shardcron-"):
+			bad(field, "Shardcron-* headers are set by shardcron on every run")
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			bad(field, "a header value holds no line breaks or NUL bytes")
+		}
+		checkExpansion(field, v, report)
+	}
+	checkExpansion("http.body", h.Body, report)
+	seen := map[int]bool{}
+	for i, code := range h.ExpectStatus {
+		field := fmt.Sprintf("http.expect_status[%d]", i)
+		switch {
+		case code < 100 || code > 599:
+			bad(field, "%d is not an HTTP status (100 to 599)", code)
+		case seen[code]:
+			bad(field, "%d is listed twice", code)
+		}
+		seen[code] = true
+	}
+}
+
+func validateExec(e *ExecTarget, bad func(field, format string, args ...any)) {
+	switch {
+	case len(e.Command) == 0:
+		bad("exec.command", "is required: the program and its arguments, such as [\"/usr/local/bin/sweep\", \"--fast\"]")
+	case strings.TrimSpace(e.Command[0]) == "":
+		bad("exec.command[0]", "the program must not be empty")
+	}
+	for i, a := range e.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			bad(fmt.Sprintf("exec.command[%d]", i), "holds a NUL byte")
+		}
+	}
+	if e.Dir != "" && !filepath.IsAbs(e.Dir) {
+		bad("exec.dir", "%q must be an absolute path", e.Dir)
+	}
+}
+
+// checkExpansion reports a ${NAME} in s that Expand would refuse whatever the
+// environment, and says whether s is clean.
+func checkExpansion(field, s string, report func(field, msg string, cause error)) bool {
+	err := checkVars(s)
+	if err == nil {
+		return true
+	}
+	msg := err.Error()
+	for _, sentinel := range []error{ErrVariableNotAllowed, ErrVariableSyntax} {
+		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
+	}
+	if errors.Is(err, ErrVariableNotAllowed) {
+		msg = strings.Replace(msg, ": only", " is not allowed: only", 1)
+	}
+	report(field, msg, err)
+	return false
+}
+
+// checkURL checks what can be checked before expansion: an absolute http or
+// https URL with a host. A URL that starts with a variable takes its scheme
+// and host from it, so only the rest is checked here; the runner checks the
+// expanded URL.
+func checkURL(raw string) string {
+	probe := raw
+	if strings.HasPrefix(raw, "${") {
+		probe = "http://placeholder" + raw[strings.IndexByte(raw, '}')+1:]
+	}
+	probe = anyVar.ReplaceAllString(probe, "x")
+	u, err := url.Parse(probe)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Sprintf("%q is not a URL: %v", raw, err)
+	}
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
+		return fmt.Sprintf("%q must be an absolute http:// or https:// URL", raw)
+	}
+	return ""
+}
+
+// isToken reports whether s is an RFC 9110 token (method and header names).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
