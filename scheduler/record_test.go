@@ -1,0 +1,161 @@
+package scheduler
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+func TestRecordRoundTripAndFormat(t *testing.T) {
+	r := Record{Job: "j", Token: 7, LastClaimed: t0, InFlight: []Flight{{Tick: t0, Token: 7}},
+		History: []Entry{{Tick: t0, Status: StatusSucceeded, Node: "n", Token: 7}}}
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(b)
+	if err != nil || got.Format != RecordFormat || !got.LastClaimed.Equal(t0) || len(got.History) != 1 {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for _, bad := range []string{`{"format":2,"job":"j"}`, `{"job":"j"}`, `not json`} {
+		if _, err := DecodeRecord([]byte(bad)); !errors.Is(err, ErrRecordFormat) {
+			t.Errorf("DecodeRecord(%s): %v, want ErrRecordFormat", bad, err)
+		}
+	}
+}
+
+func TestHistoryBounded(t *testing.T) {
+	var r Record
+	for i := range 30 {
+		tick := t0.Add(time.Duration(i) * time.Second)
+		r = apply(r, "j", 1, 20, []op{{kind: opClaim, tick: tick}})
+		r = apply(r, "j", 1, 20, []op{{kind: opComplete, tick: tick, entry: Entry{Tick: tick}}})
+	}
+	if len(r.History) != 20 || !r.History[0].Tick.Equal(t0.Add(10*time.Second)) || len(r.InFlight) != 0 {
+		t.Errorf("history %d entries from %v, in flight %v", len(r.History), r.History[0].Tick, r.InFlight)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	good.Cluster, good.Node, good.Shards = "c", "n", 16
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Config){
+		"no cluster": func(c *Config) { c.Cluster = "" },
+		"no node":    func(c *Config) { c.Node = "" },
+		"no shards":  func(c *Config) { c.Shards = 0 },
+		"runs":       func(c *Config) { c.MaxConcurrentRuns = -1 },
+		"history":    func(c *Config) { c.HistoryLen = -1 },
+		"drain":      func(c *Config) { c.DrainTimeout = -time.Second },
+	} {
+		c := good
+		mod(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := New(good, nil, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("New with nil seams: %v", err)
+	}
+}
+
+func TestShardOfSpreads(t *testing.T) {
+	counts := make([]int, 16)
+	for i := range 16000 {
+		n := ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16)
+		if n != ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16) {
+			t.Fatal("not deterministic")
+		}
+		counts[n]++
+	}
+	for s, c := range counts {
+		if c < 800 || c > 1200 {
+			t.Errorf("shard %d has %d of 16000 jobs", s, c)
+		}
+	}
+}
+
+// A job's timeout cancels its run in an orderly way and records timed_out.
+func TestRunTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "slow", "0 * * * * *")
+		j.Timeout = config.Duration(2 * time.Second)
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(time.Hour)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		runs := h.runner.all()
+		if len(runs) != 1 || !errors.Is(runs[0].cause, errTimeout) || !runs[0].end.Equal(t0.Add(2*time.Second)) {
+			t.Fatalf("runs %+v", runs)
+		}
+		rec := h.store.record(1, j.Name)
+		if len(rec.History) != 1 || rec.History[0].Status != StatusTimedOut || len(rec.InFlight) != 0 {
+			t.Errorf("record %+v", rec)
+		}
+	})
+}
+
+// A record in a newer format is refused: the job is parked, its record is
+// never overwritten, and other jobs of the shard go on.
+func TestNewerRecordFormatParksJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "future", "* * * * * *")
+		other := jobIn(1, "other", "* * * * * *")
+		h := newHarness(t, nil, j, other)
+		defer h.stop()
+		h.store.mu.Lock()
+		h.store.rev++
+		h.store.recs[recKey(1, j.Name)] = Stored{Value: []byte(`{"format":99,"job":"` + j.Name + `"}`), Rev: h.store.rev}
+		h.store.mu.Unlock()
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if n := len(h.runner.of(j.Name)); n != 0 {
+			t.Errorf("parked job ran %d times", n)
+		}
+		if n := len(h.runner.of(other.Name)); n != 3 {
+			t.Errorf("other job ran %d times, want 3", n)
+		}
+		h.store.mu.Lock()
+		v := string(h.store.recs[recKey(1, j.Name)].Value)
+		h.store.mu.Unlock()
+		if v != `{"format":99,"job":"`+j.Name+`"}` {
+			t.Errorf("newer record overwritten: %s", v)
+		}
+	})
+}
+
+// A second grant of the same token is ignored: no tick is claimed twice in
+// one generation (the fake store fails the test if one is).
+func TestDuplicateGrantIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(1500 * time.Millisecond)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(2 * time.Second)
+		h.s.Acquired(g)
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		h.store.mu.Lock()
+		claims := len(h.store.claimed)
+		h.store.mu.Unlock()
+		if claims != 4 { // t0 .. t0+3s, each once
+			t.Errorf("%d claims, want 4", claims)
+		}
+	})
+}
