@@ -1,0 +1,256 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// Defaults and bounds of the node settings.
+const (
+	DefaultCluster           = "default"
+	DefaultDataDir           = "shardcron-data"
+	DefaultHTTPAddr          = ":8080"
+	DefaultLeaseTTL          = 10 * time.Second
+	DefaultLeaseMargin       = time.Second
+	DefaultShards            = 1024
+	DefaultMaxConcurrentRuns = 64
+	DefaultDrainTimeout      = 10 * time.Second
+	DefaultLogLevel          = "info"
+	DefaultLogFormat         = "text"
+
+	// MinLeaseTTL is the shortest lease TTL: etcd grants whole seconds, and
+	// renewal at TTL/3 needs room for a retry.
+	MinLeaseTTL = 2 * time.Second
+	// MaxLeaseTTL bounds how long a crashed replica's shards stay unowned.
+	MaxLeaseTTL = time.Hour
+	// MaxDrainTimeout bounds a graceful shutdown.
+	MaxDrainTimeout = time.Hour
+	// MaxConcurrentRunsLimit bounds max_concurrent_runs.
+	MaxConcurrentRunsLimit = 1_000_000
+)
+
+// Node is one replica's settings: the `server` flags of DESIGN.md's public
+// contract. Each field is a flag (--lease-ttl), an environment variable
+// (SHARDCRON_LEASE_TTL) and a key of the --config file (lease_ttl); see
+// ResolveNode for the precedence.
+type Node struct {
+	// Cluster names the cluster: every key lives under /shardcron/<cluster>/.
+	// [a-z0-9][a-z0-9._-]*, at most 63 characters; default "default".
+	Cluster string `yaml:"cluster"`
+	// NodeID identifies this replica among the cluster's members and must
+	// be unique in it; default the host name.
+	NodeID string `yaml:"node_id"`
+	// EtcdEndpoints are the etcd client URLs. Exactly one of EtcdEndpoints
+	// and EmbeddedEtcd is set.
+	EtcdEndpoints []string `yaml:"etcd_endpoints"`
+	// EmbeddedEtcd runs a single replica with its own etcd in DataDir, on
+	// loopback. Several replicas each embedding one would be separate
+	// clusters each firing every job, hence one or the other, explicitly.
+	EmbeddedEtcd bool `yaml:"embedded_etcd"`
+	// DataDir holds the embedded etcd's data; default "shardcron-data".
+	DataDir string `yaml:"data_dir"`
+	// HTTPAddr serves the dashboard, API, /metrics, /healthz and /readyz;
+	// default ":8080" (":0" takes a free port).
+	HTTPAddr string `yaml:"http_addr"`
+	// LeaseTTL is the node's lease TTL: a crashed replica's shards move
+	// within about this long. Whole seconds, at least 2s; default 10s.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// LeaseMargin is taken off the lease's expiry to get the safe deadline
+	// past which the replica stops acting; at most half the TTL; default 1s.
+	LeaseMargin Duration `yaml:"lease_margin"`
+	// Shards is the number of shards S, used only when the cluster is
+	// created (then meta rules); 1 to 65,536; default 1,024.
+	Shards int `yaml:"shards"`
+	// Jobs is a jobs file that bootstraps an empty cluster's job set; ""
+	// for none.
+	Jobs string `yaml:"jobs"`
+	// MaxConcurrentRuns caps this node's runs across all shards; default 64.
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// DrainTimeout bounds waiting for in-flight runs when a shard is
+	// released (and so SIGTERM); default 10s.
+	DrainTimeout Duration `yaml:"drain_timeout"`
+	// LogLevel is debug, info, warn or error; default info.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text or json; default text.
+	LogFormat string `yaml:"log_format"`
+	// EtcdCert and EtcdKey are a client certificate and its key for etcd
+	// (both or neither); EtcdCACert verifies etcd's certificate.
+	EtcdCert   string `yaml:"etcd_cert"`
+	EtcdKey    string `yaml:"etcd_key"`
+	EtcdCACert string `yaml:"etcd_cacert"`
+	// EtcdUsername and EtcdPassword authenticate to etcd (both or neither).
+	// Prefer the environment or a file for the password: flags show in ps.
+	EtcdUsername string `yaml:"etcd_username"`
+	EtcdPassword string `yaml:"etcd_password"`
+}
+
+// DefaultNode returns the defaults; NodeID is the host name ("" if it cannot
+// be read, which Validate rejects).
+func DefaultNode() Node {
+	host, _ := os.Hostname()
+	return Node{
+		Cluster:           DefaultCluster,
+		NodeID:            host,
+		DataDir:           DefaultDataDir,
+		HTTPAddr:          DefaultHTTPAddr,
+		LeaseTTL:          Duration(DefaultLeaseTTL),
+		LeaseMargin:       Duration(DefaultLeaseMargin),
+		Shards:            DefaultShards,
+		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
+		DrainTimeout:      Duration(DefaultDrainTimeout),
+		LogLevel:          DefaultLogLevel,
+		LogFormat:         DefaultLogFormat,
+	}
+}
+
+var nodeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
+
+// Validate checks each setting and how they fit together, and returns
+// Errors naming each bad setting by its file key, or nil.
+func (n Node) Validate() error {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Field: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if err := keyspace.ValidCluster(n.Cluster); err != nil {
+		bad("cluster", "%v", err)
+	}
+	if !nodeID.MatchString(n.NodeID) {
+		bad("node_id", "%q must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 253 characters (default: the host name)", n.NodeID)
+	}
+	switch {
+	case len(n.EtcdEndpoints) == 0 && !n.EmbeddedEtcd:
+		bad("etcd_endpoints", "set etcd_endpoints, or embedded_etcd for a single replica with its own etcd")
+	case len(n.EtcdEndpoints) > 0 && n.EmbeddedEtcd:
+		bad("embedded_etcd", "embedded_etcd and etcd_endpoints exclude each other")
+	}
+	for _, ep := range n.EtcdEndpoints {
+		if msg := checkEndpoint(ep); msg != "" {
+			bad("etcd_endpoints", "%q: %s", ep, msg)
+		}
+	}
+	if n.EmbeddedEtcd && strings.TrimSpace(n.DataDir) == "" {
+		bad("data_dir", "is required with embedded_etcd")
+	}
+	if _, port, err := net.SplitHostPort(n.HTTPAddr); err != nil {
+		bad("http_addr", "%q is not host:port (such as :8080 or 127.0.0.1:0)", n.HTTPAddr)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		bad("http_addr", "%q: the port must be a number from 0 to 65535", n.HTTPAddr)
+	}
+	ttl, margin := n.LeaseTTL.D(), n.LeaseMargin.D()
+	switch {
+	case ttl < MinLeaseTTL:
+		bad("lease_ttl", "%v is less than the minimum of %v", n.LeaseTTL, Duration(MinLeaseTTL))
+	case ttl > MaxLeaseTTL:
+		bad("lease_ttl", "%v is more than the limit of %v", n.LeaseTTL, Duration(MaxLeaseTTL))
+	case ttl%time.Second != 0:
+		bad("lease_ttl", "%v is not a whole number of seconds (etcd grants whole seconds)", n.LeaseTTL)
+	}
+	switch {
+	case margin < 0:
+		bad("lease_margin", "must not be negative")
+	case ttl >= MinLeaseTTL && margin > ttl/2:
+		bad("lease_margin", "%v is more than half the lease TTL (%v): the safe deadline would leave too little of the lease", n.LeaseMargin, n.LeaseTTL)
+	}
+	if n.Shards < 1 || n.Shards > keyspace.MaxShards {
+		bad("shards", "%d is not from 1 to %d", n.Shards, keyspace.MaxShards)
+	}
+	if n.MaxConcurrentRuns < 1 || n.MaxConcurrentRuns > MaxConcurrentRunsLimit {
+		bad("max_concurrent_runs", "%d is not from 1 to %d", n.MaxConcurrentRuns, MaxConcurrentRunsLimit)
+	}
+	switch d := n.DrainTimeout.D(); {
+	case d <= 0:
+		bad("drain_timeout", "must be more than 0")
+	case d > MaxDrainTimeout:
+		bad("drain_timeout", "%v is more than the limit of %v", n.DrainTimeout, Duration(MaxDrainTimeout))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel) {
+		bad("log_level", "%q must be one of debug, info, warn, error", n.LogLevel)
+	}
+	if !slices.Contains([]string{"text", "json"}, n.LogFormat) {
+		bad("log_format", "%q must be one of text, json", n.LogFormat)
+	}
+	if (n.EtcdCert == "") != (n.EtcdKey == "") {
+		bad("etcd_cert", "etcd_cert and etcd_key go together: set both or neither")
+	}
+	if (n.EtcdUsername == "") != (n.EtcdPassword == "") {
+		bad("etcd_username", "etcd_username and etcd_password go together: set both or neither")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// checkEndpoint accepts what the etcd client does: host:port, or a URL with
+// scheme http, https, unix or unixs.
+func checkEndpoint(ep string) string {
+	if ep == "" || strings.ContainsAny(ep, " \t\r\n") {
+		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
+	}
+	if scheme, rest, ok := strings.Cut(ep, "://"); ok {
+		if !slices.Contains([]string{"http", "https", "unix", "unixs"}, scheme) {
+			return "the scheme must be http, https, unix or unixs"
+		}
+		if rest == "" {
+			return "no host"
+		}
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(ep); err != nil {
+		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
+	}
+	return ""
+}
+
+// LoadNodeFile reads the settings file at path (strict YAML, the keys of
+// Node's yaml tags) over DefaultNode. It does not Validate: flags and the
+// environment may still complete the settings (ResolveNode validates last).
+func LoadNodeFile(path string) (Node, error) {
+	return loadNodeFile(DefaultNode(), path)
+}
+
+func loadNodeFile(n Node, path string) (Node, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return Node{}, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": "), Err: err}
+	}
+	c := &collector{file: path}
+	root := parseDoc(c, data)
+	if len(c.errs) > 0 {
+		return Node{}, c.err()
+	}
+	if root == nil {
+		return n, nil // an empty file sets nothing
+	}
+	d := &decoder{}
+	keys := make([]string, len(nodeSettings))
+	for i, s := range nodeSettings {
+		keys[i] = s.key
+	}
+	d.mapping(root, "", false, func(key string, k, v *yaml.Node) {
+		i := slices.IndexFunc(nodeSettings, func(s setting) bool { return s.key == key })
+		if i < 0 {
+			d.unknown(k, key, keys)
+			return
+		}
+		nodeSettings[i].decode(d, &n, v)
+	})
+	for _, e := range d.errs {
+		c.add(e)
+	}
+	if err := c.err(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}

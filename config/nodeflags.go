@@ -1,0 +1,220 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// ConfigFlag is the flag (and SHARDCRON_CONFIG the variable) naming the
+// settings file.
+const ConfigFlag = "config"
+
+// EnvPrefix starts the environment variable of every setting.
+const EnvPrefix = "SHARDCRON_"
+
+// Precedence says, for help texts, which source of a setting wins.
+const Precedence = "a flag wins over the environment variable SHARDCRON_<FLAG> (upper snake case), which wins over the --config file, which wins over the default"
+
+// setting is one node setting: its file key, from which the flag name
+// (kebab case) and environment variable (SHARDCRON_ + upper case) follow,
+// its help text and the field it sets.
+type setting struct {
+	key   string
+	help  string
+	field func(*Node) any // *string, *bool, *int, *Duration or *[]string
+}
+
+func (s setting) flag() string { return strings.ReplaceAll(s.key, "_", "-") }
+func (s setting) env() string  { return EnvPrefix + strings.ToUpper(s.key) }
+
+var nodeSettings = []setting{
+	{"cluster", "cluster name: every key lives under /shardcron/<cluster>/", func(n *Node) any { return &n.Cluster }},
+	{"node_id", "this replica's id, unique in the cluster (default: the host name)", func(n *Node) any { return &n.NodeID }},
+	{"etcd_endpoints", "etcd endpoints, comma separated (or --embedded-etcd)", func(n *Node) any { return &n.EtcdEndpoints }},
+	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }},
+	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }},
+	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }},
+	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }},
+	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }},
+	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }},
+	{"jobs", "jobs file bootstrapping an empty cluster's job set (otherwise drift is reported)", func(n *Node) any { return &n.Jobs }},
+	{"max_concurrent_runs", "cap on this replica's runs across all shards", func(n *Node) any { return &n.MaxConcurrentRuns }},
+	{"drain_timeout", "bound on draining a shard's runs when it is released (and on SIGTERM)", func(n *Node) any { return &n.DrainTimeout }},
+	{"log_level", "debug, info, warn or error", func(n *Node) any { return &n.LogLevel }},
+	{"log_format", "text or json", func(n *Node) any { return &n.LogFormat }},
+	{"etcd_cert", "client certificate for etcd", func(n *Node) any { return &n.EtcdCert }},
+	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }},
+	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }},
+	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }},
+	{"etcd_password", "etcd password; prefer the environment or the file (flags show in ps)", func(n *Node) any { return &n.EtcdPassword }},
+}
+
+// BindNodeFlags defines --config and a flag for every Node setting on fs,
+// with DefaultNode's values as defaults and help naming each flag's
+// environment variable.
+func BindNodeFlags(fs *pflag.FlagSet) {
+	def := DefaultNode()
+	fs.String(ConfigFlag, "", "YAML file of these settings (keys in snake case: lease_ttl); "+Precedence+" (env "+EnvPrefix+"CONFIG)")
+	for _, s := range nodeSettings {
+		help := fmt.Sprintf("%s (env %s)", s.help, s.env())
+		switch p := s.field(&def).(type) {
+		case *string:
+			if s.key == "node_id" {
+				fs.String(s.flag(), "", help) // the host name is filled in at resolve time
+				continue
+			}
+			fs.String(s.flag(), *p, help)
+		case *bool:
+			fs.Bool(s.flag(), *p, help)
+		case *int:
+			fs.Int(s.flag(), *p, help)
+		case *Duration:
+			fs.Duration(s.flag(), p.D(), help)
+		case *[]string:
+			fs.StringSlice(s.flag(), *p, help)
+		}
+	}
+}
+
+// ResolveNode builds the node settings from DefaultNode, then the file named
+// by --config (or SHARDCRON_CONFIG), then the environment (env, such as
+// os.Getenv; nil for none; an empty value counts as unset), then the flags
+// set explicitly on fs (bound by BindNodeFlags), and validates the result.
+// Errors name the file and line, the variable or the setting.
+func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	n := DefaultNode()
+	path := env(EnvPrefix + "CONFIG")
+	if f := fs.Lookup(ConfigFlag); f != nil && f.Changed {
+		path = f.Value.String()
+	}
+	if path != "" {
+		var err error
+		if n, err = loadNodeFile(n, path); err != nil {
+			return Node{}, err
+		}
+	}
+	var errs Errors
+	for _, s := range nodeSettings {
+		v := env(s.env())
+		if v == "" {
+			continue
+		}
+		if err := s.parse(&n, v); err != nil {
+			errs = append(errs, &Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
+		}
+	}
+	for _, s := range nodeSettings {
+		f := fs.Lookup(s.flag())
+		if f == nil || !f.Changed {
+			continue
+		}
+		if err := s.fromFlag(&n, fs); err != nil {
+			errs = append(errs, &Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
+		}
+	}
+	if len(errs) > 0 {
+		return Node{}, errs
+	}
+	if err := n.Validate(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}
+
+// parse sets the setting from its text form (an environment variable).
+func (s setting) parse(n *Node, v string) error {
+	switch p := s.field(n).(type) {
+	case *string:
+		*p = v
+	case *bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		*p = b
+	case *int:
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		*p = i
+	case *Duration:
+		d, err := ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		*p = d
+	case *[]string:
+		*p = splitList(v)
+	}
+	return nil
+}
+
+func (s setting) fromFlag(n *Node, fs *pflag.FlagSet) error {
+	var err error
+	switch p := s.field(n).(type) {
+	case *string:
+		*p, err = fs.GetString(s.flag())
+	case *bool:
+		*p, err = fs.GetBool(s.flag())
+	case *int:
+		*p, err = fs.GetInt(s.flag())
+	case *Duration:
+		d, e := fs.GetDuration(s.flag())
+		if e == nil && d < 0 {
+			e = fmt.Errorf("%v is negative", d)
+		}
+		*p, err = Duration(d), e
+	case *[]string:
+		*p, err = fs.GetStringSlice(s.flag())
+	}
+	return err
+}
+
+// decode sets the setting from a YAML value; a list may also be written as
+// one comma-separated string, as in the environment.
+func (s setting) decode(d *decoder, n *Node, v *yaml.Node) {
+	switch p := s.field(n).(type) {
+	case *string:
+		if x, ok := d.str(v, s.key); ok {
+			*p = x
+		}
+	case *bool:
+		if x, ok := d.boolean(v, s.key); ok {
+			*p = x
+		}
+	case *int:
+		if x, ok := d.integer(v, s.key); ok {
+			*p = x
+		}
+	case *Duration:
+		if x, ok := d.duration(v, s.key); ok {
+			*p = x
+		}
+	case *[]string:
+		if v.Kind == yaml.ScalarNode {
+			if x, ok := d.str(v, s.key); ok {
+				*p = splitList(x)
+			}
+		} else if x, ok := d.strList(v, s.key); ok {
+			*p = x
+		}
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
