@@ -152,7 +152,10 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.LeaseTTL = Duration(time.Second) }, `field "lease_ttl": 1s is less than the minimum of 2s`},
 		{func(n *Node) { n.LeaseTTL = Duration(2500 * time.Millisecond) }, `not a whole number of seconds`},
 		{func(n *Node) { n.LeaseTTL = Duration(2 * time.Hour) }, `more than the limit of 1h`},
-		{func(n *Node) { n.LeaseTTL = Duration(2 * time.Second); n.LeaseMargin = Duration(1001 * time.Millisecond) }, `more than half the lease TTL`},
+		{func(n *Node) {
+			n.LeaseTTL = Duration(2 * time.Second)
+			n.LeaseMargin = Duration(1001 * time.Millisecond)
+		}, `more than half the lease TTL`},
 		{func(n *Node) { n.Shards = 0 }, `field "shards": 0 is not from 1 to 65536`},
 		{func(n *Node) { n.Shards = 65537 }, `field "shards": 65537 is not from 1 to 65536`},
 		{func(n *Node) { n.MaxConcurrentRuns = 0 }, `field "max_concurrent_runs": 0 is not from 1`},
