@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
@@ -153,7 +154,8 @@ type testCluster struct {
 	ks    keyspace.Space
 	meta  Meta
 	mo    *monitor
-	nodes map[string]*testNode
+	nodes map[string]*testNode // the latest node of each id
+	all   []*testNode           // every node started, for cleanup
 	tweak func(*Config)
 }
 
@@ -163,9 +165,10 @@ type testNode struct {
 	proxy  *etcdtest.Proxy // nil unless started behind a proxy
 	m      *Manager
 	h      *recorder
-	cancel context.CancelFunc
-	done   chan error
-	stopped bool
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool // left gracefully, or crashed
+	crashed bool
 }
 
 func newTestCluster(t *testing.T, shards int) *testCluster {
@@ -179,7 +182,7 @@ func newTestCluster(t *testing.T, shards int) *testCluster {
 	}
 	c.meta = meta
 	t.Cleanup(func() {
-		for _, n := range c.nodes {
+		for _, n := range c.all {
 			c.stop(n)
 		}
 		c.mo.check()
@@ -218,7 +221,12 @@ func (c *testCluster) start(id string, behindProxy bool) *testNode {
 		n.proxy = etcdtest.NewProxy(c.t, ep)
 		ep = n.proxy.Endpoint()
 	}
-	cli := etcdtest.NewClient(c.t, ep)
+	// Not etcdtest.NewClient: its cleanup would close the client before the
+	// cluster's cleanup stops the node gracefully.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	n.cli = cli
 	m, err := New(cli, c.ks, c.meta, c.config(id), n.h)
 	if err != nil {
@@ -229,7 +237,17 @@ func (c *testCluster) start(id string, behindProxy bool) *testNode {
 	n.cancel = cancel
 	go func() { n.done <- m.Run(ctx) }()
 	c.nodes[id] = n
+	c.all = append(c.all, n)
 	return n
+}
+
+// crash cuts the node off from etcd for good, the way a kill -9 looks
+// from etcd: its client is closed, so it neither renews nor releases. Its
+// Manager keeps running (and must stop acting at its safe deadline) until
+// the test ends.
+func (c *testCluster) crash(n *testNode) {
+	n.crashed = true
+	n.cli.Close()
 }
 
 // stop leaves gracefully and waits for Run to return.
@@ -239,6 +257,10 @@ func (c *testCluster) stop(n *testNode) error {
 	}
 	n.stopped = true
 	n.cancel()
+	if n.crashed {
+		<-n.done
+		return nil
+	}
 	var err error
 	select {
 	case err = <-n.done:
@@ -252,7 +274,7 @@ func (c *testCluster) stop(n *testNode) error {
 func (c *testCluster) liveIDs() []string {
 	var ids []string
 	for id, n := range c.nodes {
-		if !n.stopped {
+		if !n.stopped && !n.crashed {
 			ids = append(ids, id)
 		}
 	}
@@ -313,6 +335,9 @@ func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 			return time.Since(start)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	for _, id := range c.liveIDs() {
+		c.t.Logf("%s: %s", id, c.nodes[id].m.debug())
 	}
 	c.t.Fatalf("not balanced over %v within %v: %v", c.liveIDs(), within, err)
 	return 0

@@ -45,6 +45,7 @@ type loop struct {
 	stopBy    time.Time
 
 	members string // the counted member list the assignment was built from
+	ranks   []int  // this node's preference rank per shard; nil: not computed
 }
 
 func newLoop(m *Manager, sess *lease.Session) *loop {
@@ -131,6 +132,23 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.m.poke:
 		case r := <-l.results:
 			l.handle(r)
+		}
+		l.coalesce()
+	}
+}
+
+// coalesce applies whatever else is already waiting (worker results, watch
+// responses) before the next reconcile pass, so a burst of a thousand
+// acquisitions costs a few passes, not a thousand.
+func (l *loop) coalesce() {
+	for range 1024 {
+		select {
+		case r := <-l.results:
+			l.handle(r)
+		case resp, ok := <-l.wch:
+			l.watched(resp, ok)
+		default:
+			return
 		}
 	}
 }

@@ -170,6 +170,7 @@ func (m *Manager) runSession(ctx context.Context, sess *lease.Session) error {
 	l := newLoop(m, sess)
 	m.mu.Lock()
 	m.sess = sess
+	m.wErr = nil // an earlier session's failed writes say nothing of this one
 	m.mu.Unlock()
 	m.met.session.Set(1)
 	defer l.end()

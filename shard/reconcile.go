@@ -75,6 +75,10 @@ func (l *loop) reconcile(now time.Time) {
 		}
 	}
 	held := len(l.m.held)
+	isHeld := make(map[int]bool, held)
+	for s := range l.m.held {
+		isHeld[s] = true
+	}
 	l.m.mu.Unlock()
 
 	for _, h := range drain {
@@ -95,7 +99,7 @@ func (l *loop) reconcile(now time.Time) {
 		if len(l.acquiring) >= l.m.cfg.AcquireParallelism {
 			return // the next result brings another pass
 		}
-		if _, ok := l.v.shards[s]; ok || l.acquiring[s] || l.isHeld(s) {
+		if _, ok := l.v.shards[s]; ok || l.acquiring[s] || isHeld[s] {
 			continue
 		}
 		if t := l.retryAt[s]; now.Before(t) {
@@ -104,11 +108,7 @@ func (l *loop) reconcile(now time.Time) {
 		}
 		rank := 0
 		if a.Owner(s) != me {
-			pref, err := a.Preference(s, len(names))
-			if err != nil {
-				continue
-			}
-			rank = slices.Index(pref, me)
+			rank = l.rank(a, s)
 			if rank < 1 {
 				continue
 			}
@@ -132,11 +132,21 @@ func (l *loop) soon(t time.Time) {
 	}
 }
 
-func (l *loop) isHeld(s int) bool {
-	l.m.mu.Lock()
-	defer l.m.mu.Unlock()
-	_, ok := l.m.held[s]
-	return ok
+// rank is this node's place in shard s's preference list under a (0: the
+// desired owner; -1: absent), computed once per assignment.
+func (l *loop) rank(a rebalance.Assignment, s int) int {
+	if l.ranks == nil {
+		l.ranks = make([]int, l.m.meta.Shards)
+		n := len(a.Members())
+		for i := range l.ranks {
+			pref, err := a.Preference(i, n)
+			l.ranks[i] = -1
+			if err == nil {
+				l.ranks[i] = slices.Index(pref, l.m.cfg.Node)
+			}
+		}
+	}
+	return l.ranks[s]
 }
 
 // forget removes a holding; mu held.
@@ -170,6 +180,7 @@ func (l *loop) assignment(names []string) rebalance.Assignment {
 			"mine", len(a.Shards(l.m.cfg.Node)))
 	}
 	l.members = key
+	l.ranks = nil
 	l.m.assign = a
 	l.m.met.members.Set(float64(len(names)))
 	return a

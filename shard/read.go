@@ -1,0 +1,79 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/rebalance"
+)
+
+// ErrNoMeta: the cluster has no meta key yet (no replica has started).
+var ErrNoMeta = errors.New("shard: cluster has no meta (no replica has started)")
+
+// ReadMeta returns the cluster's meta without creating it.
+func ReadMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (Meta, error) {
+	resp, err := cli.Get(ctx, ks.Meta())
+	if err != nil {
+		return Meta{}, fmt.Errorf("shard: read meta: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Meta{}, ErrNoMeta
+	}
+	var m Meta
+	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
+		return Meta{}, fmt.Errorf("%w: cluster meta %s: %v", ErrFormat, ks.Meta(), err)
+	}
+	return m, m.Validate()
+}
+
+// ReadState reads ownership straight from etcd, in one linearizable read
+// of own/: every member, every shard's holder and token, and the owner the
+// assignment wants. It is what `status` shows; a Manager's State is that
+// replica's own view, which may lag. Node is empty and no shard is Mine.
+func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (State, error) {
+	meta, err := ReadMeta(ctx, cli, ks)
+	if err != nil {
+		return State{}, err
+	}
+	resp, err := cli.Get(ctx, ks.Own(), clientv3.WithPrefix())
+	if err != nil {
+		return State{}, fmt.Errorf("shard: read %s: %w", ks.Own(), err)
+	}
+	st := State{Shards: meta.Shards, ShardSet: make([]ShardState, meta.Shards), Unowned: meta.Shards}
+	var names []string
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if node, ok := ks.MemberFromKey(key); ok {
+			var info MemberInfo
+			_ = json.Unmarshal(kv.Value, &info) // an unreadable member still counts by name
+			st.Members = append(st.Members, MemberState{Node: node, Address: info.Address, Started: info.Started, Version: info.Version, Counted: true})
+			names = append(names, node)
+			continue
+		}
+		s, ok := ks.ShardFromKey(key)
+		if !ok || s >= meta.Shards {
+			continue
+		}
+		var owner OwnerInfo
+		_ = json.Unmarshal(kv.Value, &owner) // the token is the CreateRevision, not the value
+		st.ShardSet[s] = ShardState{Shard: s, Owner: owner.Node, Token: kv.CreateRevision, Since: owner.Acquired}
+		st.Unowned--
+	}
+	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
+	desired, err := rebalance.Assign(names, meta.Params())
+	if err != nil {
+		return State{}, err
+	}
+	for s := range st.ShardSet {
+		st.ShardSet[s].Shard = s
+		st.ShardSet[s].Desired = desired.Owner(s)
+	}
+	return st, nil
+}
