@@ -133,7 +133,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				st, ok := sh.orphans[e.job.Name]
 				delete(sh.orphans, e.job.Name)
 				rec = s.newRec(sh, e, st, ok)
-				s.catchUp(rec, now, nil)
+				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec.e != e || rec.removed:
 				rec.e, rec.removed = e, false

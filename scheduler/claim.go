@@ -194,8 +194,16 @@ func (s *Scheduler) flush() {
 		}
 		return a.Job < b.Job
 	})
-	s.wg.Add(1)
-	go s.commit(s.ctx, batch)
+	step := len(batch)
+	if s.batchLimit > 0 {
+		step = s.batchLimit
+	}
+	for len(batch) > 0 {
+		n := min(step, len(batch))
+		s.wg.Add(1)
+		go s.commit(s.ctx, batch[:n:n])
+		batch = batch[n:]
+	}
 }
 
 // commit runs one Commit call off Run's goroutine. Each write's shard is

@@ -37,6 +37,9 @@ type fakeStore struct {
 	// inject, when set, decides a write's fate before the comparisons:
 	// nil to go on; applied=true to apply it and still return err.
 	inject func(w Write) (err error, applied bool)
+	// latency, when set, is spent in every Commit call (outside the lock,
+	// as concurrent RPCs would), modelling one round trip to etcd.
+	latency time.Duration
 }
 
 func newFakeStore(t testing.TB) *fakeStore {
@@ -47,6 +50,9 @@ func newFakeStore(t testing.TB) *fakeStore {
 func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, job) }
 
 func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
+	if f.latency > 0 {
+		time.Sleep(f.latency)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.commits++

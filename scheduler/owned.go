@@ -26,6 +26,7 @@ type ownedShard struct {
 	stoppedAt time.Time
 	jobs      map[string]*jobRec
 	orphans   map[string]Stored // records of jobs not in the job set
+	rel       *Released         // the release catch-up honours; nil if none
 	runs      int               // run goroutines not yet reported
 	// idle is closed by Run once the shard is no longer firing and has no
 	// runs and no writes left: Drain waits for it.
@@ -204,6 +205,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 			"released_token", rel.Token, "newest", newest)
 		rel = nil
 	}
+	sh.rel = rel
 	recs := make([]*jobRec, 0, len(entries))
 	for _, e := range entries {
 		st, ok := g.Checkpoint.Records[e.job.Name]

@@ -52,7 +52,11 @@ type Scheduler struct {
 	used     int                      // run slots taken (claims pending + runs)
 	dirty    map[*jobRec]struct{}     // records with queued ops
 	retrying map[*jobRec]struct{}     // records whose write waits for a retry
-	wg       sync.WaitGroup           // runs, commits, loss watchers
+	// batchLimit caps the writes per Commit call (0: all of an instant in
+	// one call; the Store splits by etcd's limits). Benchmarks set 1 to
+	// measure claims without batching.
+	batchLimit int
+	wg         sync.WaitGroup // runs, commits, loss watchers
 }
 
 // New returns a Scheduler; cfg's zero fields take their defaults.
