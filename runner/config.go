@@ -16,8 +16,6 @@ var (
 	ErrConfig = errors.New("runner: invalid config")
 	// ErrClosed: the Runner was closed.
 	ErrClosed = errors.New("runner: closed")
-	// ErrExpand: a ${NAME} reference is not allowed or not set.
-	ErrExpand = errors.New("runner: expand")
 	// ErrFunc: an in-process handler name is empty, unknown or taken.
 	ErrFunc = errors.New("runner: func")
 	// ErrNoSupervisor: an exec job was run without Config.Supervisor.

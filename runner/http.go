@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -159,5 +160,6 @@ func failed(format string, args ...any) scheduler.Result {
 }
 
 // expand expands ${SHARDCRON_JOB_*} references against the server's
-// environment.
-func (rn *Runner) expand(s string) (string, error) { return expand(s, rn.cfg.Env) }
+// environment, by config's rules (validation already refused every other
+// name; an unset one is only known here, where the job runs).
+func (rn *Runner) expand(s string) (string, error) { return config.Expand(s, rn.cfg.Env) }

@@ -127,10 +127,10 @@ func TestHTTPExpandRefusals(t *testing.T) {
 		want string
 	}{
 		{"header", func(h *config.HTTPTarget) { h.Headers = map[string]string{"X-P": "${SHARDCRON_ETCD_PASSWORD}"} },
-			"header X-P: runner: expand: ${SHARDCRON_ETCD_PASSWORD}: only variables named SHARDCRON_JOB_* may be referenced"},
-		{"url", func(h *config.HTTPTarget) { h.URL += "?p=${HOME}" }, "url: runner: expand: ${HOME}: only"},
+			"header X-P: config: variable not allowed: ${SHARDCRON_ETCD_PASSWORD}: only variables named SHARDCRON_JOB_*"},
+		{"url", func(h *config.HTTPTarget) { h.URL += "?p=${HOME}" }, "url: config: variable not allowed: ${HOME}"},
 		{"body", func(h *config.HTTPTarget) { h.Body = "${SHARDCRON_JOB_NOPE}" },
-			"body: runner: expand: ${SHARDCRON_JOB_NOPE} is not set"},
+			"body: config: variable not set: ${SHARDCRON_JOB_NOPE} is not set"},
 	}
 	for _, c := range cases {
 		job := httpJob(rc.URL)

@@ -9,30 +9,6 @@ import (
 	"pgregory.net/rapid"
 )
 
-func TestExpand(t *testing.T) {
-	env := map[string]string{"SHARDCRON_JOB_A": "alpha", "SHARDCRON_JOB_EMPTY": "", "SECRET": "s"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	for _, c := range []struct{ in, want, err string }{
-		{"plain", "plain", ""},
-		{"${SHARDCRON_JOB_A}/x", "alpha/x", ""},
-		{"a${SHARDCRON_JOB_EMPTY}b", "ab", ""},
-		{"$$ and $HOME and $", "$ and $HOME and $", ""},
-		{"$${SHARDCRON_JOB_A}", "${SHARDCRON_JOB_A}", ""},
-		{"${SECRET}", "", "${SECRET}: only variables named SHARDCRON_JOB_*"},
-		{"${SHARDCRON_JOB_}", "", "only variables"},
-		{"${SHARDCRON_JOB_B}", "", "${SHARDCRON_JOB_B} is not set"},
-		{"${SHARDCRON_JOB_A", "", "unterminated"},
-	} {
-		got, err := expand(c.in, lookup)
-		switch {
-		case c.err == "" && (err != nil || got != c.want):
-			t.Errorf("expand(%q) = %q, %v; want %q", c.in, got, err, c.want)
-		case c.err != "" && (err == nil || !errors.Is(err, ErrExpand) || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("expand(%q) error %v; want one containing %q", c.in, err, c.err)
-		}
-	}
-}
-
 // The bounded output keeps exactly the first and last halves of whatever
 // is written, in any chunking, and says how much it dropped.
 func TestBoundedOutputProperty(t *testing.T) {
