@@ -14,7 +14,7 @@ import (
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcd()...) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdCluster()...) }
 
 var ks = keyspace.New("test")
 

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, IgnoreEtcd()...) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, IgnoreEtcdCluster()...) }
 
 func TestStartServesClients(t *testing.T) {
 	s := Start(t)

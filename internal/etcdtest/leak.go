@@ -13,3 +13,19 @@ func IgnoreEtcd() []goleak.Option {
 		goleak.IgnoreAnyFunction("github.com/golang/glog.(*fileSink).flushDaemon"),
 	}
 }
+
+// IgnoreEtcdCluster is IgnoreEtcd plus what a multi-member cluster leaves
+// behind: members forward lease requests to the leader over pooled HTTP
+// connections (etcd's peer round tripper), which etcd never closes, and a
+// stopped member's graceful peer shutdown gives up after a second on
+// connections still in use. For packages that use StartCluster; it hides
+// leaked net/http connection goroutines, so packages with HTTP code of their
+// own should not use it.
+func IgnoreEtcdCluster() []goleak.Option {
+	return append(IgnoreEtcd(),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
+	)
+}

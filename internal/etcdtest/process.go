@@ -100,7 +100,7 @@ func (p *Process) start() error {
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
