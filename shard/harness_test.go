@@ -155,16 +155,16 @@ type testCluster struct {
 	meta  Meta
 	mo    *monitor
 	nodes map[string]*testNode // the latest node of each id
-	all   []*testNode           // every node started, for cleanup
+	all   []*testNode          // every node started, for cleanup
 	tweak func(*Config)
 }
 
 type testNode struct {
-	id     string
-	cli    *clientv3.Client
-	proxy  *etcdtest.Proxy // nil unless started behind a proxy
-	m      *Manager
-	h      *recorder
+	id      string
+	cli     *clientv3.Client
+	proxy   *etcdtest.Proxy // nil unless started behind a proxy
+	m       *Manager
+	h       *recorder
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool // left gracefully, or crashed
