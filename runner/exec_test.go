@@ -179,12 +179,21 @@ func TestExecDeadlineRunsOutKillsGroup(t *testing.T) {
 	}
 }
 
-// Scenario 3a: loss of the shard SIGKILLs the group at once, without
-// SIGTERM.
+// Scenario 3a: loss of the shard or of the safe deadline SIGKILLs the
+// group at once, without SIGTERM.
 // Neither the supervisor's nor the job's environment holds the server's
 // secret, read from /proc while they run.
 func TestExecShardLostKillsAtOnce(t *testing.T) {
 	t.Setenv("SHARDCRON_ETCD_PASSWORD", "secret")
+	for cause, detail := range map[error]string{
+		scheduler.ErrShardLost: "shard lost: process group killed (SIGKILL)",
+		scheduler.ErrDeadline:  "safe deadline passed: process group killed (SIGKILL)",
+	} {
+		t.Run(cause.Error(), func(t *testing.T) { testExecKilledAtOnce(t, cause, detail) })
+	}
+}
+
+func testExecKilledAtOnce(t *testing.T, cause error, detail string) {
 	rn := newRunner(t, nil)
 	job, beat, term := heartbeatJob(t.TempDir())
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -200,13 +209,13 @@ func TestExecShardLostKillsAtOnce(t *testing.T) {
 		}
 	}
 	lost := time.Now()
-	cancel(scheduler.ErrShardLost)
+	cancel(cause)
 	gone := waitGone(t, pid, 10*time.Second)
 	res := <-resc
 	t.Logf("loss -> exec group dead: %v; loss -> Run returned: %v",
 		gone.Sub(lost).Round(time.Microsecond), time.Since(lost).Round(time.Microsecond))
 	assertStopped(t, beat)
-	if res.Status != scheduler.StatusCancelled || !strings.HasPrefix(res.Detail, "shard lost: process group killed (SIGKILL)") {
+	if res.Status != scheduler.StatusCancelled || !strings.HasPrefix(res.Detail, detail) {
 		t.Fatalf("status %s (%s)", res.Status, res.Detail)
 	}
 	if _, err := os.Stat(term); err == nil {
