@@ -158,6 +158,7 @@ func TestDuplicateNode(t *testing.T) {
 	select {
 	case err = <-dup.done:
 		dup.stopped = true
+		dup.cli.Close()
 	case <-time.After(testTTL + 4*time.Second + slack):
 		t.Fatal("a duplicate node id ran for longer than the TTL")
 	}

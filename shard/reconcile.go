@@ -99,11 +99,22 @@ func (l *loop) reconcile(now time.Time) {
 		if len(l.acquiring) >= l.m.cfg.AcquireParallelism {
 			return // the next result brings another pass
 		}
-		if _, ok := l.v.shards[s]; ok || l.acquiring[s] || isHeld[s] {
+		if l.acquiring[s] || isHeld[s] {
 			continue
 		}
 		if t := l.retryAt[s]; now.Before(t) {
 			l.soon(t)
+			continue
+		}
+		if sv, ok := l.v.shards[s]; ok {
+			if sv.lease == int64(l.sess.LeaseID()) {
+				// Created on this session's lease, yet not held: an Acquire
+				// whose reply was lost (a timeout after etcd applied it).
+				// The generation is the one that Acquire produced.
+				l.acquiring[s] = true
+				l.wg.Add(1)
+				go l.adopt(s, sv)
+			}
 			continue
 		}
 		rank := 0
@@ -252,6 +263,29 @@ func (l *loop) acquire(s int) {
 		l.send(acquireDone{shard: s, err: err})
 		return
 	}
+	l.grant(s, tok, acquired)
+}
+
+// adopt resolves an acquisition whose outcome was unknown: the view shows
+// shard s created on this session's lease. A linearizable read confirms
+// it before the shard is granted under the key's generation.
+func (l *loop) adopt(s int, sv shardView) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(l.sess.Context(), l.sess.TTL()/3)
+	resp, err := l.m.cli.Get(ctx, l.m.ks.Shard(s))
+	cancel()
+	if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != sv.token || resp.Kvs[0].Lease != int64(l.sess.LeaseID()) {
+		l.send(acquireDone{shard: s, err: fmt.Errorf("shard %d: unconfirmed acquisition: %v", s, err)})
+		return
+	}
+	l.m.log.Info("acquisition confirmed after an unknown outcome", "shard", s, "token", sv.token)
+	l.grant(s, lease.Token{Shard: s, Generation: sv.token}, sv.owner.Acquired)
+}
+
+// grant reads the checkpoint of a shard this session acquired and hands
+// the shard to the Handler.
+func (l *loop) grant(s int, tok lease.Token, acquired time.Time) {
+	ctx := l.sess.Context()
 	h := &holding{tok: tok, since: acquired}
 	h.lost, h.cancel = context.WithCancelCause(l.lostCtx)
 	t0 := time.Now()
