@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -167,6 +169,54 @@ func TestSinceRespected(t *testing.T) {
 		ticks := ticksOf(h.runner.of(j.Name))
 		if len(ticks) != 31 || !ticks[0].Equal(t0.Add(-30*time.Minute)) {
 			t.Fatalf("ran %d ticks from %v, want 31 from %v", len(ticks), ticks[0], t0.Add(-30*time.Minute))
+		}
+	})
+}
+
+// A graceful handoff between two schedulers sharing one store: the first
+// drains and reports stopped_at; the second, taking the shard two seconds
+// later with misfire skip, runs every tick after stopped_at. Together they
+// run every tick exactly once.
+func TestGracefulHandoffNoGapNoDouble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(6, "secondly", "* * * * * *")
+		j.Misfire = config.MisfireSkip
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h1.runner.behave = work(300 * time.Millisecond)
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		g1, _ := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(5500 * time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped := h1.s.Drain(ctx, 6)
+		time.Sleep(2 * time.Second) // a slow handoff
+		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(12*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		var all []time.Time
+		for _, r := range h1.runner.all() {
+			if r.Token != 9 || r.Tick.After(stopped) {
+				t.Errorf("first owner ran %v (token %d) after stopped_at %v", r.Tick, r.Token, stopped)
+			}
+			all = append(all, r.Tick)
+		}
+		for _, r := range h2.runner.all() {
+			if r.Token != 12 || !r.Tick.After(stopped) || r.Rerun {
+				t.Errorf("second owner ran %+v", r.Run)
+			}
+			all = append(all, r.Tick)
+		}
+		slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+		if got := secondsFrom(t0, all); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}) {
+			t.Errorf("ticks run %v, want each of 0..12 once", got)
+		}
+		if rec := h1.store.record(6, j.Name); rec.Skipped != 0 || len(rec.InFlight) != 0 {
+			t.Errorf("record %+v", rec)
 		}
 	})
 }

@@ -40,6 +40,9 @@ type fakeStore struct {
 	// latency, when set, is spent in every Commit call (outside the lock,
 	// as concurrent RPCs would), modelling one round trip to etcd.
 	latency time.Duration
+	// afterCommit, when set, runs after each Commit call (a pause between
+	// a claim and the run's start).
+	afterCommit func()
 }
 
 func newFakeStore(t testing.TB) *fakeStore {
@@ -52,6 +55,9 @@ func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, j
 func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 	if f.latency > 0 {
 		time.Sleep(f.latency)
+	}
+	if f.afterCommit != nil {
+		defer f.afterCommit()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -340,3 +340,26 @@ func TestDrainTimeout(t *testing.T) {
 		}
 	})
 }
+
+// The deadline is checked again right before the Runner is called: a claim
+// that succeeded just before the deadline passed (a pause in between) does
+// not start a run; the tick stays in flight for the next owner.
+func TestDeadlineCheckedBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.store.afterCommit = func() { h.deadline.until.Store(time.Now().UnixNano()) }
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := len(h.runner.all()); n != 0 {
+			t.Errorf("%d runs started past the deadline", n)
+		}
+		if rec := h.store.record(1, j.Name); len(rec.InFlight) != 1 || rec.InFlight[0].Token != 9 {
+			t.Errorf("record %+v: want the claim in flight", rec)
+		}
+	})
+}
