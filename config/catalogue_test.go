@@ -85,12 +85,10 @@ func TestBadFileCauses(t *testing.T) {
 // TestHugeFile: past MaxFileSize the file is refused before parsing, read
 // through LoadJobs (which reads no more than the limit) or given as bytes.
 func TestHugeFile(t *testing.T) {
+	line := "  - {name: same, schedule: \"@hourly\", http: {url: \"http://sink.internal/x\"}, timeout: 5s}\n"
 	var b bytes.Buffer
 	b.WriteString("jobs:\n")
-	line := "  - {name: j%07d, schedule: \"@hourly\", http: {url: \"http://sink.internal/x\"}, timeout: 5s}\n"
-	for i := 0; b.Len() <= MaxFileSize; i++ {
-		fmt.Fprintf(&b, line, i)
-	}
+	b.WriteString(strings.Repeat(line, MaxFileSize/len(line)+1))
 	path := filepath.Join(t.TempDir(), "huge.yaml")
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
@@ -107,22 +105,21 @@ func TestHugeFile(t *testing.T) {
 // TestJobCountLimit: MaxJobs jobs parse (the apply at 100,000 jobs must
 // pass); one more is refused with the count and the limit.
 func TestJobCountLimit(t *testing.T) {
-	gen := func(n int) []byte {
-		var b bytes.Buffer
-		b.WriteString("jobs:\n")
-		for i := range n {
-			fmt.Fprintf(&b, "  - {name: job-%06d, schedule: \"%d * * * * *\", timezone: Europe/Berlin, http: {url: \"http://sink.internal/%d\"}}\n", i, i%60, i)
-		}
-		return b.Bytes()
+	var b bytes.Buffer
+	b.WriteString("jobs:\n")
+	for i := range MaxJobs {
+		fmt.Fprintf(&b, "- {name: job-%06d, schedule: \"%d * * * * *\", timezone: Europe/Berlin, func: f}\n", i, i%60)
 	}
-	jobs, err := ParseJobs("max.yaml", gen(MaxJobs))
+	jobs, err := ParseJobs("max.yaml", b.Bytes())
 	if err != nil {
 		t.Fatalf("%d jobs: %v", MaxJobs, err)
 	}
 	if len(jobs) != MaxJobs || jobs[MaxJobs-1].Name != "job-099999" || jobs[0].Timeout.D() != DefaultTimeout {
 		t.Fatalf("got %d jobs, last %q", len(jobs), jobs[len(jobs)-1].Name)
 	}
-	_, err = ParseJobs("over.yaml", gen(MaxJobs+1))
+	// The count is checked before any job is looked at: the entries of an
+	// oversized list need not even be jobs.
+	_, err = ParseJobs("over.yaml", []byte("jobs:\n"+strings.Repeat("- x\n", MaxJobs+1)))
 	if want := `over.yaml:1: field "jobs": 100001 jobs, more than the limit of 100000`; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}

@@ -171,6 +171,15 @@ func (d *decoder) list(v *yaml.Node, field string) ([]*yaml.Node, bool) {
 	return v.Content, true
 }
 
+// item returns the path of a list's i-th item and records its line.
+func (d *decoder) item(field string, i int, it *yaml.Node) string {
+	path := fmt.Sprintf("%s[%d]", field, i)
+	if d.lines != nil {
+		d.lines[path] = it.Line
+	}
+	return path
+}
+
 func (d *decoder) strList(v *yaml.Node, field string) ([]string, bool) {
 	items, ok := d.list(v, field)
 	if !ok {
@@ -179,7 +188,7 @@ func (d *decoder) strList(v *yaml.Node, field string) ([]string, bool) {
 	out := make([]string, 0, len(items))
 	good := true
 	for i, it := range items {
-		s, ok := d.str(it, fmt.Sprintf("%s[%d]", field, i))
+		s, ok := d.str(it, d.item(field, i, it))
 		good = good && ok
 		out = append(out, s) // keep positions: later messages name [i]
 	}
@@ -194,7 +203,7 @@ func (d *decoder) intList(v *yaml.Node, field string) ([]int, bool) {
 	out := make([]int, 0, len(items))
 	good := true
 	for i, it := range items {
-		n, ok := d.integer(it, fmt.Sprintf("%s[%d]", field, i))
+		n, ok := d.integer(it, d.item(field, i, it))
 		good = good && ok
 		out = append(out, n) // keep positions: later messages name [i]
 	}

@@ -80,6 +80,7 @@ func ParseJobs(filename string, data []byte) ([]Job, error) {
 	jobs := make([]Job, 0, len(items))
 	names := make(map[string]int, len(items))
 	for i, n := range items {
+		items[i] = nil // let the decoded subtree go: a 100,000-job tree is large
 		j, d := decodeJob(n)
 		label := fmt.Sprintf("#%d", i+1)
 		if j.Name != "" {
