@@ -123,6 +123,18 @@ func apply(rec Record, job string, token int64, historyLen int, ops []op) Record
 			if o.tick.After(rec.LastClaimed) {
 				rec.LastClaimed = o.tick
 			}
+			// Consecutive skips for one reason share an entry, so a long
+			// forbid streak does not push the runs out of the history.
+			if k := len(rec.History) - 1; k >= 0 && rec.History[k].Status == StatusSkipped &&
+				rec.History[k].Detail == o.entry.Detail && rec.History[k].Token == o.entry.Token {
+				last := &rec.History[k]
+				if last.First.IsZero() {
+					last.First = last.Tick
+				}
+				last.Count = max(last.Count, 1) + n
+				last.Tick = o.entry.Tick
+				continue
+			}
 			rec.History = appendBounded(rec.History, o.entry, historyLen)
 		}
 	}

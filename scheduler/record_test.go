@@ -39,6 +39,17 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
+func TestConsecutiveSkipsShareAnEntry(t *testing.T) {
+	var r Record
+	for i := range 5 {
+		tick := t0.Add(time.Duration(i) * time.Second)
+		r = apply(r, "j", 1, 20, []op{{kind: opSkip, tick: tick, entry: Entry{Tick: tick, Status: StatusSkipped, Detail: "forbid", Token: 1}}})
+	}
+	if len(r.History) != 1 || r.History[0].Count != 5 || !r.History[0].First.Equal(t0) || r.Skipped != 5 || !r.LastClaimed.Equal(t0.Add(4*time.Second)) {
+		t.Errorf("record %+v", r)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	good := DefaultConfig()
 	good.Cluster, good.Node, good.Shards = "c", "n", 16
