@@ -58,7 +58,7 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	t := base
 	for n := 0; ; n++ {
 		if n == maxCatchUpTicks {
-			s.log.Warn("catch-up truncated: too many missed ticks", append(rec.log(s), "from", t)...)
+			s.log.Warn("catch-up truncated: too many missed ticks", append(rec.logArgs(), "from", t)...)
 			break
 		}
 		t = rec.e.sched.Next(t)
@@ -101,7 +101,7 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 		s.enqueue(&waitTick{rec: rec, tick: t})
 	}
 	if len(due) > 0 || skipped.Count > 0 {
-		s.log.Info("catch-up", append(rec.log(s), "run", len(due), "skipped", skipped.Count, "since", base)...)
+		s.log.Info("catch-up", append(rec.logArgs(), "run", len(due), "skipped", skipped.Count, "since", base)...)
 	}
 }
 
@@ -150,7 +150,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				for r := range rec.runs {
 					r.cancel(errJobRemoved)
 				}
-				s.log.Info("job removed: stopped", rec.log(s)...)
+				s.log.Info("job removed: stopped", rec.logArgs()...)
 			}
 		}
 	}

@@ -109,7 +109,7 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 	rec.hi = e.Tick
 	s.dirty[rec] = struct{}{}
 	s.m.runs.WithLabelValues(string(StatusSkipped)).Add(float64(max(e.Count, 1)))
-	s.log.Info("tick skipped", append(rec.log(s), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
+	s.log.Info("tick skipped", append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
 }
 
 // dropClaims gives back the run slots of claims that will not run.
@@ -172,7 +172,7 @@ func (s *Scheduler) flush() {
 		want := apply(rec.committed, rec.e.job.Name, rec.sh.g.Token, s.cfg.HistoryLen, ops)
 		val, err := want.Encode()
 		if err != nil { // a time out of JSON's range; cannot happen for cron ticks
-			s.log.Error("record does not encode; job parked", append(rec.log(s), "err", err)...)
+			s.log.Error("record does not encode; job parked", append(rec.logArgs(), "err", err)...)
 			s.dropClaims(rec, ops)
 			rec.parked = true
 			continue
@@ -278,7 +278,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 				rec.retryAt = now.Add(rec.backoff)
 				pw.sent = false
 				s.retrying[rec] = struct{}{}
-				s.log.Warn("record write outcome unknown; retrying", append(rec.log(s), "err", err, "retry_in", rec.backoff)...)
+				s.log.Warn("record write outcome unknown; retrying", append(rec.logArgs(), "err", err, "retry_in", rec.backoff)...)
 				break
 			}
 			rec.writing = nil

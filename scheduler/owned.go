@@ -75,7 +75,7 @@ func (rec *jobRec) firing() bool {
 	return rec.sh.state == firing && !rec.parked && !rec.removed
 }
 
-func (rec *jobRec) log(s *Scheduler) []any {
+func (rec *jobRec) logArgs() []any {
 	return []any{"shard", rec.sh.g.Shard, "token", rec.sh.g.Token, "job", rec.e.job.Name}
 }
 
@@ -230,7 +230,7 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 	r, err := DecodeRecord(st.Value)
 	if err != nil {
 		rec.parked = true
-		s.log.Error("job record refused; job parked for this generation", append(rec.log(s), "err", err)...)
+		s.log.Error("job record refused; job parked for this generation", append(rec.logArgs(), "err", err)...)
 		return rec
 	}
 	rec.committed, rec.rev, rec.hi = r, st.Rev, r.LastClaimed

@@ -111,7 +111,7 @@ func (s *Scheduler) runEnded(d runDone) {
 		}
 	}
 	dur := d.end.Sub(d.start)
-	args := append(rec.log(s), "tick", r.tick, "outcome", status, "duration_ms", dur.Milliseconds(), "rerun", r.rerun)
+	args := append(rec.logArgs(), "tick", r.tick, "outcome", status, "duration_ms", dur.Milliseconds(), "rerun", r.rerun)
 	if d.res.Detail != "" {
 		args = append(args, "detail", d.res.Detail)
 	}

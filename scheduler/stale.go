@@ -20,10 +20,10 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 		s.dropClaims(rec, rec.queued)
 		rec.queued = nil
 		s.log.Error("job record changed under this owner; job parked until the shard is next acquired",
-			append(rec.log(s), "err", err)...)
+			append(rec.logArgs(), "err", err)...)
 		return
 	}
-	s.log.Warn("job record changed under this owner; re-reading it", append(rec.log(s), "err", err)...)
+	s.log.Warn("job record changed under this owner; re-reading it", append(rec.logArgs(), "err", err)...)
 	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
 	sh, name := rec.sh, rec.e.job.Name
@@ -54,7 +54,7 @@ func (s *Scheduler) loaded(d loadDone) {
 			return
 		}
 		rec.parked = true
-		s.log.Error("job record re-read failed; job parked", append(rec.log(s), "err", d.err)...)
+		s.log.Error("job record re-read failed; job parked", append(rec.logArgs(), "err", d.err)...)
 		return
 	}
 	if sh.state == stopped {
@@ -65,7 +65,7 @@ func (s *Scheduler) loaded(d loadDone) {
 		var err error
 		if r, err = DecodeRecord(d.st.Value); err != nil {
 			rec.parked = true
-			s.log.Error("job record refused; job parked", append(rec.log(s), "err", err)...)
+			s.log.Error("job record refused; job parked", append(rec.logArgs(), "err", err)...)
 			return
 		}
 	}
