@@ -3,6 +3,8 @@ package etcdtest
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,4 +41,29 @@ func TestProcessPauseResumeKill(t *testing.T) {
 		t.Fatalf("put after Restart: %v", err)
 	}
 	p.Stop()
+}
+
+// TestBuildEtcdOnceUnderLock builds (or finds cached) the etcd binary from
+// two goroutines at once, as two test binaries would: the file lock makes
+// one wait for the other, and both get the same working binary.
+func TestBuildEtcdOnceUnderLock(t *testing.T) {
+	type result struct {
+		bin string
+		err error
+	}
+	out := make(chan result, 2)
+	for range 2 {
+		go func() {
+			bin, err := buildEtcd()
+			out <- result{bin, err}
+		}()
+	}
+	a, b := <-out, <-out
+	if a.err != nil || b.err != nil || a.bin != b.bin {
+		t.Fatalf("buildEtcd: %q %v / %q %v", a.bin, a.err, b.bin, b.err)
+	}
+	ver, err := exec.Command(a.bin, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(ver), "etcd Version: 3.") {
+		t.Fatalf("%s --version: %s %v", a.bin, ver, err)
+	}
 }
