@@ -122,12 +122,13 @@ func TestSupervisorKillsJobOfStoppedReplica(t *testing.T) {
 	last := assertStopped(t, beat)
 	t.Logf("replica SIGSTOPped with a safe deadline %v ahead: job group dead %v after, last beat %v after",
 		window, gone.Sub(stopped).Round(time.Millisecond), last.Sub(stopped).Round(time.Millisecond))
-	// The last extension went out at most ExtendEvery before the stop, and
-	// reached exactly to the safe deadline then: the kill cannot come much
-	// earlier than window, and the protocol bound is window plus the
-	// supervisor's tick (asserted with a second of slack for a shared,
-	// loaded machine).
-	if early := window - DefaultExtendEvery - 100*time.Millisecond; gone.Sub(stopped) < early {
+	// The last extension went out about ExtendEvery before the stop (later
+	// if the loaded machine delayed the replica's ticker) and reached
+	// exactly to the safe deadline then: the kill comes about window after
+	// the stop, not at once (checked loosely: after window/2), and the
+	// protocol bound is window plus the supervisor's tick (asserted with a
+	// second of slack for a shared, loaded machine).
+	if early := window / 2; gone.Sub(stopped) < early {
 		t.Errorf("job killed %v after the stop, before its allowance (%v) could have run out", gone.Sub(stopped), early)
 	}
 	if bound := window + time.Second; last.Sub(stopped) > bound {
