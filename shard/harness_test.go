@@ -215,12 +215,21 @@ func (c *testCluster) config(id string) Config {
 // a blackholing proxy.
 func (c *testCluster) start(id string, behindProxy bool) *testNode {
 	c.t.Helper()
-	n := &testNode{id: id, h: &recorder{node: id, mo: c.mo, grants: map[int]*grantRec{}}, done: make(chan error, 1)}
 	ep := c.srv.Endpoint()
+	var proxy *etcdtest.Proxy
 	if behindProxy {
-		n.proxy = etcdtest.NewProxy(c.t, ep)
-		ep = n.proxy.Endpoint()
+		proxy = etcdtest.NewProxy(c.t, ep)
+		ep = proxy.Endpoint()
 	}
+	n := c.startAt(ep, id)
+	n.proxy = proxy
+	return n
+}
+
+// startAt runs a Manager for id against the etcd at ep.
+func (c *testCluster) startAt(ep, id string) *testNode {
+	c.t.Helper()
+	n := &testNode{id: id, h: &recorder{node: id, mo: c.mo, grants: map[int]*grantRec{}}, done: make(chan error, 1)}
 	// Not etcdtest.NewClient: its cleanup would close the client before the
 	// cluster's cleanup stops the node gracefully.
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -359,3 +368,5 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() error)
 
 var _ = errors.Is
 var _ = lease.ErrHeld
+
+func keyspaceFor(cluster string) keyspace.Space { return keyspace.New(cluster) }

@@ -184,7 +184,10 @@ func (l *loop) idle() bool {
 // throughout.
 func (l *loop) beginStop() {
 	l.stopping = true
-	l.stopBy = time.Now().Add(l.m.cfg.DrainTimeout + l.sess.TTL())
+	// Drains end by the drain timeout; releases take milliseconds while
+	// etcd answers. If it does not, leave anyway: the revocation (or the
+	// lease's expiry) frees the shards.
+	l.stopBy = time.Now().Add(l.m.cfg.DrainTimeout + time.Second)
 	l.m.log.Info("leaving: deregistering, then draining and releasing every shard")
 	l.m.deregister(context.Background(), l.sess)
 }
