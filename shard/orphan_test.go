@@ -153,6 +153,20 @@ func TestStateAndMetrics(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "shardcron_shards_unowned", "shardcron_members"); err != nil || n != 2 {
 		t.Fatalf("gathered %d, %v", n, err)
 	}
+	// ReadState (what `status` shows) agrees, read straight from etcd.
+	rs, err := ReadState(context.Background(), c.cli, c.ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := a.m.State()
+	if rs.Unowned != 0 || len(rs.Members) != 2 || len(rs.ShardSet) != len(st.ShardSet) {
+		t.Fatalf("ReadState: %+v", rs)
+	}
+	for i, ss := range rs.ShardSet {
+		if ss.Owner != st.ShardSet[i].Owner || ss.Token != st.ShardSet[i].Token || ss.Desired != ss.Owner {
+			t.Fatalf("shard %d: ReadState %+v, State %+v", i, ss, st.ShardSet[i])
+		}
+	}
 }
 
 // Ready turns red when etcd raises its NOSPACE alarm, although keepalives
