@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the shardcron binary under test, built once by TestMain.
+var binPath string
+
+func buildBinary() (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "shardcron-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "shardcron")
+	cmd := exec.Command("go", "build", "-o", path, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("go build: %w", err)
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// proc is a shardcron process started by a test. Its output goes to a log
+// file kept in the test's temp dir (printed when the test fails) and is
+// scanned for the bound HTTP address.
+type proc struct {
+	t    testing.TB
+	name string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+
+	addrOnce sync.Once
+	addr     chan string // receives the bound HTTP address once
+
+	done    chan struct{} // closed when the process has exited
+	exitErr error
+}
+
+var listenLine = regexp.MustCompile(`msg="?http listening"? .*addr=(\S+)`)
+
+// startProc starts the binary with args. The process is SIGKILLed and
+// reaped at the end of the test if it is still running.
+func startProc(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, log: &syncBuffer{}, addr: make(chan string, 1), done: make(chan struct{})}
+	p.cmd = exec.Command(binPath, args...)
+	p.cmd.Env = append(os.Environ(), "SHARDCRON_LOG_LEVEL=debug")
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.log.WriteLine(line)
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				p.addrOnce.Do(func() { p.addr <- m[1] })
+			}
+		}
+	}()
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGKILL)
+		<-p.done
+		if t.Failed() {
+			t.Logf("---- %s output (last 150 lines) ----\n%s", name, p.log.Tail(150))
+		}
+	})
+	return p
+}
+
+// HTTPAddr waits for the process to print its bound HTTP address.
+func (p *proc) HTTPAddr(timeout time.Duration) string {
+	p.t.Helper()
+	select {
+	case a := <-p.addr:
+		p.addr <- a
+		return a
+	case <-p.done:
+		p.t.Fatalf("%s exited before serving HTTP: %v\n%s", p.name, p.exitErr, p.log.Tail(50))
+	case <-time.After(timeout):
+		p.t.Fatalf("%s printed no HTTP address within %v\n%s", p.name, timeout, p.log.Tail(50))
+	}
+	return ""
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit code
+// (-1 when killed by a signal).
+func (p *proc) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("%s still running after %v", p.name, timeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.exitErr, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, p.exitErr
+}
+
+// Exited reports whether the process has exited.
+func (p *proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncBuffer collects a process's output lines.
+type syncBuffer struct {
+	mu    sync.Mutex
+	lines [][]byte
+}
+
+func (b *syncBuffer) WriteLine(s string) {
+	b.mu.Lock()
+	b.lines = append(b.lines, []byte(s))
+	b.mu.Unlock()
+}
+
+func (b *syncBuffer) Tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	from := max(0, len(b.lines)-n)
+	return string(bytes.Join(b.lines[from:], []byte("\n")))
+}
+
+// Contains reports whether any line so far contains s.
+func (b *syncBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.lines {
+		if bytes.Contains(l, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventually polls cond every 50 ms until it holds or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+	return time.Since(start)
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/runner"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// replicaConfig is what one replica needs, whether `server` runs it alone
+// or `dev` runs several in one process.
+type replicaConfig struct {
+	Cluster           string
+	Node              string
+	HTTPAddr          string
+	Lease             lease.Config
+	Shards            int // S, used only when the cluster is created
+	DrainTimeout      time.Duration
+	MaxConcurrentRuns int
+	// Jobs bootstraps an empty cluster's job set; otherwise a difference
+	// is reported as drift.
+	Jobs   []config.Job
+	Logger *slog.Logger
+	// Env is the environment ${SHARDCRON_JOB_*} references and exec jobs'
+	// PATH and HOME come from. Nil: the process environment.
+	Env func(string) (string, bool)
+	// Listening is told the bound HTTP address once it serves.
+	Listening func(addr string)
+}
+
+// schedulerHandler breaks the construction cycle between the shard Manager,
+// which needs its Handler at New, and the scheduler, which needs the
+// Manager's Store: the Manager calls the Handler only once Run starts, by
+// which time the scheduler is in place.
+type schedulerHandler struct{ *scheduler.Scheduler }
+
+// runReplica runs one replica until ctx is done, then leaves the cluster
+// gracefully: the member key goes first, every shard is drained and
+// released, and only then do the scheduler and the HTTP server stop.
+func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) error {
+	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
+	ks := keyspace.New(cfg.Cluster)
+
+	meta, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(cfg.Shards))
+	if err != nil {
+		return fmt.Errorf("cluster meta: %w", err)
+	}
+	if meta.Shards != cfg.Shards {
+		log.Info("following the cluster's shard count", "shards", meta.Shards, "flag", cfg.Shards)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	rcfg := runner.DefaultConfig()
+	rcfg.Logger = log
+	if cfg.Env != nil {
+		rcfg.Env = cfg.Env
+	}
+	if rcfg.Supervisor, err = runner.SupervisorArgv(); err != nil {
+		return fmt.Errorf("exec supervisor: %w", err)
+	}
+	run, err := runner.New(rcfg)
+	if err != nil {
+		return err
+	}
+	defer run.Close()
+
+	listener, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, err)
+	}
+	addr := listener.Addr().String()
+
+	mcfg := shard.DefaultConfig(cfg.Cluster, cfg.Node)
+	mcfg.Address, mcfg.Version = addr, version
+	mcfg.Lease = cfg.Lease
+	mcfg.Lease.Logger = log
+	mcfg.DrainTimeout = cfg.DrainTimeout
+	mcfg.Logger = log
+	mcfg.Registerer = reg
+	handler := &schedulerHandler{}
+	mgr, err := shard.New(cli, ks, meta, mcfg, handler)
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	scfg := scheduler.DefaultConfig()
+	scfg.Cluster, scfg.Node, scfg.Shards = cfg.Cluster, cfg.Node, meta.Shards
+	scfg.MaxConcurrentRuns = cfg.MaxConcurrentRuns
+	scfg.DrainTimeout = cfg.DrainTimeout
+	scfg.Logger, scfg.Registerer = log, reg
+	sched, err := scheduler.New(scfg, mgr.Store(), run)
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	handler.Scheduler = sched
+
+	drift := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "shardcron_jobs_file_drift",
+		Help: "Jobs that differ between --jobs and the cluster's job set (apply changes the set).",
+	})
+	reg.MustRegister(drift)
+	if cfg.Jobs != nil {
+		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Shards: meta.Shards, Logger: log})
+		switch {
+		case err != nil:
+			listener.Close()
+			return fmt.Errorf("--jobs bootstrap: %w", err)
+		case applied:
+			log.Info("bootstrapped the cluster's job set from --jobs", "jobs", len(cfg.Jobs))
+		case !d.Empty():
+			drift.Set(float64(len(d.Added) + len(d.Removed) + len(d.Changed)))
+			log.Warn("--jobs differs from the cluster's job set; `shardcron apply` changes it", "drift", d.String())
+		}
+	}
+
+	httpHandler, err := dashboard.New(dashboard.Config{
+		State:   func() any { return mgr.State() },
+		Jobs:    jobsPage(cli, ks, mgr, sched),
+		Ready:   mgr.Ready,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+	})
+	if err != nil {
+		listener.Close()
+		return err
+	}
+	srv := &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
+
+	// Lifetimes, innermost first: the manager stops on ctx and drains
+	// through the scheduler, so the scheduler and the job watch run under
+	// their own context, cancelled only after the manager has returned.
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSched()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	wg.Go(func() { errs <- sched.Run(schedCtx) })
+	wg.Go(func() {
+		if err := jobstore.Watch(schedCtx, cli, ks, sched.SetJobs, jobstore.WithLogger(log)); err != nil {
+			errs <- fmt.Errorf("job set: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("http: %w", err)
+		}
+	})
+	log.Info("http listening", "addr", addr)
+	if cfg.Listening != nil {
+		cfg.Listening(addr)
+	}
+
+	mgrErr := make(chan error, 1)
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	wg.Go(func() { mgrErr <- mgr.Run(mgrCtx) })
+
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("leaving the cluster")
+	case failed = <-errs:
+		log.Error("replica failed; leaving the cluster", "err", failed)
+		stopMgr()
+	case failed = <-mgrErr:
+		mgrErr <- failed
+	}
+	stopMgr()
+	if err := <-mgrErr; err != nil && failed == nil {
+		failed = err
+	}
+	stopSched()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	wg.Wait()
+	log.Info("left the cluster")
+	return failed
+}
+
+// jobRow is one line of /api/v1/jobs.
+type jobRow struct {
+	Name      string             `json:"name"`
+	Shard     int                `json:"shard"`
+	Owner     string             `json:"owner"`
+	Token     int64              `json:"token,omitempty"`
+	Next      time.Time          `json:"next_fire,omitzero"`
+	Suspended bool               `json:"suspended,omitempty"`
+	LastRuns  []scheduler.Entry  `json:"last_runs"`
+	InFlight  []scheduler.Flight `json:"in_flight,omitempty"`
+	Error     string             `json:"error,omitempty"`
+}
+
+const lastRunsShown = 5
+
+// jobsPage serves the jobs table a page at a time. Next fire times come from
+// the scheduler (every replica knows them), owners from ownership, and last
+// runs are read from the jobs' records on demand: one transaction of Gets
+// per page, never a watch on ticks/.
+func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, int, int) (any, int, error) {
+	return func(ctx context.Context, offset, limit int) (any, int, error) {
+		jobs := sched.Jobs()
+		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
+		total := len(jobs)
+		jobs = jobs[min(offset, total):min(offset+limit, total)]
+		owners := mgr.State().ShardSet
+		rows := make([]jobRow, len(jobs))
+		var ops []clientv3.Op
+		for i, j := range jobs {
+			rows[i] = jobRow{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
+			if j.Shard < len(owners) {
+				rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
+			}
+			ops = append(ops, clientv3.OpGet(ks.Tick(j.Shard, j.Name)))
+		}
+		records, err := readRecords(ctx, cli, ops)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, b := range records {
+			if b == nil {
+				continue
+			}
+			rec, err := scheduler.DecodeRecord(b)
+			if err != nil {
+				rows[i].Error = err.Error()
+				continue
+			}
+			h := rec.History
+			rows[i].LastRuns = h[max(0, len(h)-lastRunsShown):]
+			rows[i].InFlight = rec.InFlight
+		}
+		return rows, total, nil
+	}
+}
+
+// readRecords runs the Gets in read-only transactions of at most 128
+// operations and returns each value (nil when absent).
+func readRecords(ctx context.Context, cli *clientv3.Client, ops []clientv3.Op) ([][]byte, error) {
+	out := make([][]byte, 0, len(ops))
+	for len(ops) > 0 {
+		n := min(len(ops), shard.MaxTxnOps)
+		resp, err := cli.Txn(ctx).Then(ops[:n]...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("read job records: %w", err)
+		}
+		for _, r := range resp.Responses {
+			var v []byte
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+				v = kvs[0].Value
+			}
+			out = append(out, v)
+		}
+		ops = ops[n:]
+	}
+	return out, nil
+}
