@@ -188,19 +188,26 @@ func (r *chunkReader) add(index int, v []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
 	}
-	var head struct {
-		Format int `json:"format"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
-	}
-	if head.Format > Format {
-		return fmt.Errorf("%w: version %d chunk %d has format %d, this binary knows up to %d", ErrFormat, r.p.Version, index, head.Format, Format)
-	}
+	// One pass decodes the format and the jobs; the format is checked
+	// first, and a chunk that does not decode is told apart as newer
+	// (ErrFormat) or damaged (ErrCorrupt).
 	var c struct {
-		Jobs []config.Job `json:"jobs"`
+		Format int          `json:"format"`
+		Jobs   []config.Job `json:"jobs"`
 	}
-	if err := json.Unmarshal(raw, &c); err != nil {
+	err = json.Unmarshal(raw, &c)
+	if c.Format == 0 && err != nil {
+		var head struct {
+			Format int `json:"format"`
+		}
+		if json.Unmarshal(raw, &head) == nil {
+			c.Format = head.Format
+		}
+	}
+	if c.Format > Format {
+		return fmt.Errorf("%w: version %d chunk %d has format %d, this binary knows up to %d", ErrFormat, r.p.Version, index, c.Format, Format)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
 	}
 	r.sum.Write(raw)
