@@ -223,8 +223,8 @@ func (s *Session) endLocked(cause error, why string) {
 	}
 }
 
-// stopped returns the error for an action refused because the session
-// ended, wrapped with what was refused.
+// refuse returns the error for an action refused because the session
+// ended (ErrLost or ErrClosed), naming what was refused.
 func (s *Session) refuse(what string) error {
 	cause := context.Cause(s.ctx)
 	if cause == nil {
@@ -233,8 +233,8 @@ func (s *Session) refuse(what string) error {
 	return fmt.Errorf("%w: %s refused", cause, what)
 }
 
-// goneErr reports whether err says that the lease no longer exists in etcd,
-// in which case the session is lost.
+// checkGone passes err through, unless it says that the lease no longer
+// exists in etcd: then the session is lost, and the error wraps ErrLost.
 func (s *Session) checkGone(err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		s.lose("etcd reports the lease gone")
