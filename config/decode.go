@@ -96,10 +96,11 @@ func (d *decoder) unknown(k *yaml.Node, field string, known []string) {
 	d.errorf(k, field, "unknown field; known fields are %s", strings.Join(known, ", "))
 }
 
-// scalarTags are the tags a string field accepts: yaml.v3 resolves an
-// unquoted 123 or 1.5 to a number, which is still plain text to us, but
-// true, null or a timestamp written where text belongs is a mistake.
-var scalarTags = []string{"!!str", "!!int", "!!float"}
+// scalarTags are the tags a string field accepts, as the text written:
+// yaml.v3 resolves an unquoted 123, 1.5, true or 2026-01-02 to a number, a
+// boolean or a timestamp, which is still a valid job name or header value.
+// Null (an empty value), !!binary and custom tags are refused.
+var scalarTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!timestamp"}
 
 func (d *decoder) str(v *yaml.Node, field string) (string, bool) {
 	if v.Kind != yaml.ScalarNode || !slices.Contains(scalarTags, v.Tag) {

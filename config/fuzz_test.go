@@ -11,7 +11,7 @@ import (
 // (MarshalJobs) to one that parses to the same jobs. The seed corpus is
 // testdata/fuzz/FuzzParseJobs plus every file of testdata/good and
 // testdata/bad; explore with
-// `go test -run '^$' -fuzz FuzzParseJobs -fuzztime 60s ./config`.
+// `go test -run '^$' -fuzz FuzzParseJobs -fuzztime 60s -fuzzminimizetime 3s ./config`.
 func FuzzParseJobs(f *testing.F) {
 	for _, dir := range []string{"testdata/good", "testdata/bad"} {
 		for _, data := range readDir(f, dir) {
