@@ -53,7 +53,7 @@ and logs every fire. Logs are prefixed by replica. Ctrl-C leaves gracefully.`,
 	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8080", "first replica's dashboard and API address")
 	fs.StringVar(&o.cluster, "cluster", "dev", "cluster name")
 	fs.StringVar(&o.dataDir, "data-dir", "", "etcd data directory (default: a temporary one, removed on exit)")
-	fs.DurationVar(&o.leaseTTL, "lease-ttl", 5*time.Second, "lease TTL")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", 6*time.Second, "lease TTL")
 	fs.IntVar(&o.shards, "shards", 64, "shard count of the new cluster")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Second, "bound on draining a shard's runs on release")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")

@@ -57,6 +57,8 @@ type schedulerHandler struct{ *scheduler.Scheduler }
 // gracefully: the member key goes first, every shard is drained and
 // released, and only then do the scheduler and the HTTP server stop.
 func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) error {
+	// shard and scheduler add the cluster and node keys themselves; the
+	// rest log through log.
 	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
 	ks := keyspace.New(cfg.Cluster)
 
@@ -96,7 +98,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	mcfg.Lease = cfg.Lease
 	mcfg.Lease.Logger = log
 	mcfg.DrainTimeout = cfg.DrainTimeout
-	mcfg.Logger = log
+	mcfg.Logger = cfg.Logger
 	mcfg.Registerer = reg
 	handler := &schedulerHandler{}
 	mgr, err := shard.New(cli, ks, meta, mcfg, handler)
@@ -108,7 +110,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	scfg.Cluster, scfg.Node, scfg.Shards = cfg.Cluster, cfg.Node, meta.Shards
 	scfg.MaxConcurrentRuns = cfg.MaxConcurrentRuns
 	scfg.DrainTimeout = cfg.DrainTimeout
-	scfg.Logger, scfg.Registerer = log, reg
+	scfg.Logger, scfg.Registerer = cfg.Logger, reg
 	sched, err := scheduler.New(scfg, mgr.Store(), run)
 	if err != nil {
 		listener.Close()

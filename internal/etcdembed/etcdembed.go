@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -50,6 +51,7 @@ type Server struct {
 	endpoint string
 	log      *slog.Logger
 	stop     chan struct{} // closed by Close, stops the defragmenter
+	closing  *atomic.Bool  // set by Close: etcd's shutdown noise is dropped
 	wg       sync.WaitGroup
 	once     sync.Once
 }
@@ -117,6 +119,12 @@ func start(cfg Config) (*Server, error) {
 	ec.AutoCompactionRetention = cfg.CompactionRetention.String()
 	ec.QuotaBackendBytes = cfg.QuotaBytes
 	ec.LogLevel = cfg.LogLevel
+	closing := new(atomic.Bool)
+	zl, err := newServerLogger(cfg.LogLevel, closing)
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: log level %q: %w", cfg.LogLevel, err)
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zl)
 	ec.EnableGRPCGateway = false
 
 	e, err := embed.StartEtcd(ec)
@@ -132,7 +140,7 @@ func start(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, errors.New("etcdembed: server not ready after 60s")
 	}
-	s := &Server{etcd: e, endpoint: cu.String(), log: cfg.Logger, stop: make(chan struct{})}
+	s := &Server{etcd: e, endpoint: cu.String(), log: cfg.Logger, stop: make(chan struct{}), closing: closing}
 	if cfg.DefragEvery > 0 {
 		s.wg.Add(1)
 		go s.defragLoop(cfg.DefragEvery)
@@ -151,6 +159,7 @@ func (s *Server) Close() {
 	s.once.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
+		s.closing.Store(true)
 		s.etcd.Close()
 	})
 }
