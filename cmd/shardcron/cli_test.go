@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardcron/shardcron/internal/etcdtest"
+)
+
+// runCLI runs the binary to completion and returns its output and exit code.
+func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestBadInputExitsNonZeroNamingFileLineField(t *testing.T) {
+	bad := writeFile(t, "jobs.yaml", "jobs:\n  - name: a\n    schedule: \"* * * * *\"\n    http: {url: \"http://x/\"}\n    misfre: skip\n")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"validate", "-f", bad}, []string{bad + ":5", `"misfre"`}},
+		{[]string{"server"}, []string{"etcd"}},
+		{[]string{"server", "--no-such-flag"}, []string{"unknown flag: --no-such-flag"}},
+		{[]string{"server", "--etcd-endpoints", "http://127.0.0.1:1", "--lease-ttl", "4s", "--lease-margin", "3s"}, []string{"margin"}},
+		{[]string{"apply", "-f", bad, "--etcd-endpoints", "http://127.0.0.1:1"}, []string{bad + ":5"}},
+		{[]string{"status", "--output", "yaml", "--etcd-endpoints", "http://127.0.0.1:1"}, []string{"--output"}},
+	} {
+		_, stderr, code := runCLI(t, nil, tc.args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0, want non-zero", tc.args)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr %q does not mention %q", tc.args, stderr, w)
+			}
+		}
+	}
+}
+
+func TestApplyDryRunExportStatus(t *testing.T) {
+	etcd := etcdtest.StartProcess(t)
+	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=cli"}
+	v1 := writeFile(t, "v1.yaml", `jobs:
+  - name: alpha
+    schedule: "*/10 * * * * *"
+    http: {url: "http://127.0.0.1:9/a"}
+  - name: beta
+    schedule: "@every 1m"
+    exec: {command: ["true"]}
+`)
+	out, stderr, code := runCLI(t, env, "apply", "-f", v1, "--dry-run")
+	if code != 0 || !strings.Contains(out, "alpha") || !strings.Contains(out, "nothing written") {
+		t.Fatalf("apply --dry-run: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := runCLI(t, env, "export"); strings.Contains(out, "alpha") {
+		t.Fatalf("--dry-run wrote the job set:\n%s", out)
+	}
+	if out, stderr, code = runCLI(t, env, "apply", "-f", v1); code != 0 || !strings.Contains(out, "applied version") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, code = runCLI(t, env, "apply", "-f", v1); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Fatalf("re-apply of the same file: exit %d\n%s", code, out)
+	}
+
+	// export writes a file apply accepts unchanged.
+	exported, stderr, code := runCLI(t, env, "export")
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	round := writeFile(t, "exported.yaml", exported)
+	if out, stderr, code = runCLI(t, env, "apply", "-f", round); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Fatalf("apply of the exported file: exit %d\n%s%s\nexported:\n%s", code, out, stderr, exported)
+	}
+
+	// A server runs the jobs; status shows ownership and jobs.
+	srv := startProc(t, "server", "server", "--cluster", "cli", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
+		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "16")
+	srv.HTTPAddr(30 * time.Second)
+	var rep statusReport
+	eventually(t, 30*time.Second, "status shows every shard owned by solo", func() bool {
+		out, _, code := runCLI(t, env, "status", "--output", "json")
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+			return false
+		}
+		return rep.Unowned == 0 && len(rep.Members) == 1 && rep.Members[0].Owned == 16
+	})
+	if rep.JobsTotal != 2 || rep.Jobs[0].Name != "alpha" || rep.Jobs[0].Owner != "solo" || rep.Jobs[0].Next.IsZero() {
+		t.Errorf("status jobs = %+v (total %d)", rep.Jobs, rep.JobsTotal)
+	}
+	table, _, code := runCLI(t, env, "status")
+	if code != 0 || !strings.Contains(table, "MEMBER") || !strings.Contains(table, "solo") {
+		t.Errorf("status table: exit %d\n%s", code, table)
+	}
+	srv.signal(syscall.SIGTERM)
+	if code, err := srv.Wait(10 * time.Second); err != nil || code != 0 {
+		t.Errorf("SIGTERM: exit %d, %v", code, err)
+	}
+}
+
+func TestDevPrintsAddressesAndStopsCleanly(t *testing.T) {
+	jobs := writeFile(t, "jobs.yaml", "jobs:\n  - name: tick\n    schedule: \"* * * * * *\"\n    http: {url: \"${SHARDCRON_JOB_SINK_URL}/tick\"}\n    timeout: 2s\n")
+	p := startProc(t, "dev", "dev", "--replicas", "2", "--jobs", jobs, "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s")
+	p.HTTPAddr(60 * time.Second)
+	eventually(t, 30*time.Second, "the sink receives a fire from the dev cluster", func() bool {
+		return p.log.Contains(`msg="sink received" job=tick`)
+	})
+	eventually(t, 10*time.Second, "both replicas' addresses printed", func() bool {
+		return p.log.Contains("dev-1: http://127.0.0.1:") && p.log.Contains("dev-2: http://127.0.0.1:")
+	})
+	p.signal(syscall.SIGTERM)
+	if code, err := p.Wait(15 * time.Second); err != nil || code != 0 {
+		t.Fatalf("dev after SIGTERM: exit %d, %v", code, err)
+	}
+}
