@@ -25,7 +25,7 @@ var (
 func LoadJobs(path string) ([]Job, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": "), Err: err}
+		return nil, fileError(path, err)
 	}
 	return ParseJobs(path, data)
 }

@@ -108,3 +108,15 @@ func TestMarshalJobsEmpty(t *testing.T) {
 		t.Fatal(jobs, err)
 	}
 }
+
+func TestLoadJobsUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]string{
+		dir + "/missing.yaml": dir + "/missing.yaml: no such file or directory",
+		dir:                   dir + ": is a directory",
+	} {
+		if _, err := LoadJobs(path); err == nil || err.Error() != want || !errors.Is(err, ErrInvalid) {
+			t.Errorf("LoadJobs(%q) = %v, want %q", path, err, want)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func LoadNodeFile(path string) (Node, error) {
 func loadNodeFile(n Node, path string) (Node, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return Node{}, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": "), Err: err}
+		return Node{}, fileError(path, err)
 	}
 	c := &collector{file: path}
 	root := parseDoc(c, data)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -17,6 +18,17 @@ import (
 // MaxFileSize bounds a jobs or settings file: 100,000 jobs of a few hundred
 // bytes each fit with room to spare.
 const MaxFileSize = 64 << 20
+
+// fileError reports a file that could not be read, without repeating its
+// name ("jobs.yaml: no such file or directory").
+func fileError(path string, err error) *Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	return &Error{File: path, Msg: msg, Err: err}
+}
 
 // readFile reads at most MaxFileSize+1 bytes of path, so that a huge or
 // endless file (a FIFO, /dev/zero) is refused without filling memory.
