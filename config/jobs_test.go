@@ -120,3 +120,11 @@ func TestLoadJobsUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestExamplesParse: the repository's example jobs file stays valid.
+func TestExamplesParse(t *testing.T) {
+	jobs, err := LoadJobs("../examples/jobs.yaml")
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("%d jobs, %v", len(jobs), err)
+	}
+}
