@@ -46,6 +46,11 @@ type ApplyOptions struct {
 	Now func() time.Time
 	// Logger receives garbage-collection warnings. Default: discard.
 	Logger *slog.Logger
+	// ReplaceCorrupt lets Apply replace a current set that fails its checks
+	// (ErrCorrupt: edited by hand, chunks deleted), treating every job as
+	// new (Since = now). Without it such an Apply fails, so that Since is
+	// never lost silently.
+	ReplaceCorrupt bool
 }
 
 // DefaultApplyOptions returns the options with every default filled in.
@@ -155,6 +160,10 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, err
 	}
 	cur, p, err := loadCurrent(ctx, cli, ks)
+	if errors.Is(err, ErrCorrupt) && opts.ReplaceCorrupt && p.modRev != 0 {
+		opts.Logger.Warn("replacing a corrupt job set; every job counts as new", "version", p.Version, "err", err)
+		cur, err = config.JobSet{Version: p.Version}, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -210,6 +210,26 @@ func TestLoadRefusesNewerFormatAndCorruption(t *testing.T) {
 	if _, err := Load(ctx, cli, ks); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Load with a wrong job count = %v, want ErrCorrupt", err)
 	}
+
+	// A pointer that is not even JSON: refused, and replaceable only when
+	// asked; a newer format never is.
+	if _, err := cli.Put(ctx, ks.JobsCurrent(), "garbage"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Apply over a garbage pointer = %v, want ErrCorrupt", err)
+	}
+	res := mustApply(t, cli, ks, jobs(0, 2, 1), ApplyOptions{ReplaceCorrupt: true})
+	if set := mustLoad(t, cli, ks); set.Version != res.Version || len(set.Jobs) != 2 {
+		t.Fatalf("after ReplaceCorrupt loaded %+v", set)
+	}
+	wantVersions(t, cli, ks, res.Version)
+	if _, err := cli.Put(ctx, ks.JobsCurrent(), newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{ReplaceCorrupt: true}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Apply with ReplaceCorrupt over format 2 = %v, want ErrFormat", err)
+	}
 }
 
 func TestConcurrentAppliesOneWins(t *testing.T) {

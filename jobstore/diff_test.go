@@ -14,7 +14,9 @@ func TestDiffJobs(t *testing.T) {
 	withSince.Since = time.Now()
 	emptyEnv := c
 	emptyEnv.Env = map[string]string{}
-	emptyEnv.HTTP = &config.HTTPTarget{URL: c.HTTP.URL, Method: c.HTTP.Method, Headers: map[string]string{}}
+	h := *c.HTTP
+	h.ExpectStatus = []int{}
+	emptyEnv.HTTP = &h
 
 	d := DiffJobs([]config.Job{a, b, job("d", 1)}, []config.Job{emptyEnv, b2, withSince})
 	want := "+ c\n~ b\n- d\n1 added, 1 changed, 1 removed, 1 unchanged\n"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
@@ -22,10 +23,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcd()...)
 // job returns a valid job; gen marks which applied set it belongs to.
 func job(name string, gen int) config.Job {
 	return config.Job{
-		Name:             name,
-		Schedule:         "*/10 * * * * *",
-		Timezone:         "UTC",
-		HTTP:             &config.HTTPTarget{URL: fmt.Sprintf("http://billing.internal/gen-%d/%s", gen, name), Method: "POST"},
+		Name:     name,
+		Schedule: "*/10 * * * * *",
+		Timezone: "UTC",
+		// A hashed path segment and header keep the data from compressing
+		// unrealistically well, so stored sizes mean something.
+		HTTP: &config.HTTPTarget{
+			URL:     fmt.Sprintf("http://billing.internal/gen-%d/%s/%016x", gen, name, xxhash.Sum64String(fmt.Sprint(name, gen))),
+			Method:  "POST",
+			Headers: map[string]string{"Authorization": "Bearer ${SHARDCRON_JOB_BILLING_TOKEN}", "X-Tenant": fmt.Sprintf("%08x", xxhash.Sum64String(name))},
+		},
 		Timeout:          config.Duration(30 * time.Second),
 		Concurrency:      config.ConcurrencyForbid,
 		Misfire:          config.MisfireRunOnce,

@@ -14,9 +14,9 @@ import (
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
-// chunksPerRead bounds one ranged read of chunks (each at most ChunkBytes,
+// chunksPerRead bounds one ranged read of chunks (each at most 1 MiB,
 // compressed far smaller in practice), so a response stays modest.
-const chunksPerRead = 16
+const chunksPerRead = 8
 
 // compactedRetries bounds how often Load starts over because the revision it
 // was reading at was compacted away; each retry reads at a fresh revision,
@@ -50,13 +50,13 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (
 		}
 		p, err := decodePointer(resp.Kvs[0].Value)
 		if err != nil {
-			return config.JobSet{}, pointer{}, err
+			return config.JobSet{}, pointer{modRev: resp.Kvs[0].ModRevision, readRev: resp.Header.Revision}, err
 		}
 		p.modRev, p.readRev = resp.Kvs[0].ModRevision, resp.Header.Revision
 		if testHookAfterPointer != nil {
 			testHookAfterPointer()
 		}
-		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision)
+		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision) // on error, p still says what was current
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
 			// pointer may be current by now, so start again from it.

@@ -46,8 +46,11 @@ var errRelist = errors.New("jobstore: watch compacted, re-listing")
 // member cut off from its leader is noticed), and each version's chunks at
 // the revision its pointer was written, so every set is exactly one
 // applied version. On a compacted revision it lists again; on other etcd
-// errors it retries with backoff. It returns nil once ctx is done, or
-// ErrFormat or ErrCorrupt, which retrying cannot cure.
+// errors, and on a stored set that fails its checks (ErrCorrupt, logged
+// as an error; the last good set stays in force), it retries with backoff
+// (100 ms doubling to 5 s). A deleted pointer is never delivered: versions
+// only go up. It returns nil once ctx is done, or ErrFormat when the
+// cluster's job set is newer than this binary, which retrying cannot cure.
 func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), opts ...WatchOption) error {
 	cfg := watchConfig{log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
@@ -60,13 +63,19 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrFormat), errors.Is(err, ErrCorrupt):
+		case errors.Is(err, ErrFormat):
 			return err
 		case errors.Is(err, errRelist):
 			backoff = watchBackoffMin
 			continue
 		}
-		cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
+		if errors.Is(err, ErrCorrupt) {
+			// Keep the last good set and retry: the next apply repairs
+			// the data, and exiting would stop every replica at once.
+			cfg.log.Error("stored job set is unreadable; keeping the last good one until a new apply", "err", err, "retry_in_ms", backoff.Milliseconds())
+		} else {
+			cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,8 @@ package jobstore
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,5 +220,58 @@ func TestWatchRelistsAfterCompaction(t *testing.T) {
 	v6 := mustApply(t, cli, ks, jobs(0, 10, 6), ApplyOptions{}).Version
 	if got := w.next(t); got.Version != v6 {
 		t.Fatalf("delivered %d, want %d", got.Version, v6)
+	}
+}
+
+func TestWatchOutlivesCorruptionAndStopsOnNewerFormat(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client(t)
+	ks := keyspace.New("damaged")
+	v1 := mustApply(t, cli, ks, jobs(0, 10, 1), ApplyOptions{}).Version
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sets := make(chan config.JobSet, 10)
+	done := make(chan error, 1)
+	go func() { done <- Watch(ctx, s.Client(t), ks, func(s config.JobSet) { sets <- s }) }()
+	if got := (<-sets).Version; got != v1 {
+		t.Fatalf("first delivery %d, want %d", got, v1)
+	}
+	resp, err := cli.Get(testCtx(t, 10*time.Second), ks.JobsCurrent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := string(resp.Kvs[0].Value)
+
+	// A damaged pointer (wrong job count, as if edited by hand): nothing
+	// delivered, the watch goes on, and the next apply is delivered.
+	if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), strings.Replace(orig, `"jobs":10`, `"jobs":11`, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(testCtx(t, time.Minute), cli, ks, jobs(0, 12, 2), ApplyOptions{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Apply over a damaged set = %v, want ErrCorrupt", err)
+	}
+	v2 := mustApply(t, cli, ks, jobs(0, 12, 2), ApplyOptions{ReplaceCorrupt: true}).Version
+	select {
+	case got := <-sets:
+		if got.Version != v2 || len(got.Jobs) != 12 {
+			t.Fatalf("after a damaged pointer delivered version %d (%d jobs), want %d", got.Version, len(got.Jobs), v2)
+		}
+	case err := <-done:
+		t.Fatalf("Watch returned %v on a damaged pointer", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the apply after a damaged pointer was not delivered within 30s")
+	}
+
+	// A newer format: Watch stops with ErrFormat.
+	if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), strings.Replace(orig, `"format":1`, `"format":2`, 1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFormat) {
+			t.Fatalf("Watch on a newer format returned %v, want ErrFormat", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch did not stop on a newer format within 30s")
 	}
 }
