@@ -108,7 +108,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		now := time.Now()
 		s.step(now)
 		if w, ok := s.nextWake(); ok {
-			timer.Reset(max(w.Sub(time.Now()), 0))
+			timer.Reset(max(time.Until(w), 0))
 		} else {
 			timer.Stop()
 		}
