@@ -130,7 +130,7 @@ func (n Node) Validate() error {
 	}
 	switch {
 	case len(n.EtcdEndpoints) == 0 && !n.EmbeddedEtcd:
-		bad("etcd_endpoints", "set etcd_endpoints, or embedded_etcd for a single replica with its own etcd")
+		bad("etcd_endpoints", "no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints), or --embedded-etcd for a single replica with its own etcd; server will not guess, because several replicas each embedding an etcd would be separate clusters, each firing every job")
 	case len(n.EtcdEndpoints) > 0 && n.EmbeddedEtcd:
 		bad("embedded_etcd", "embedded_etcd and etcd_endpoints exclude each other")
 	}

@@ -112,7 +112,7 @@ func TestResolveNodeErrors(t *testing.T) {
 		{[]string{"--config", "/nonexistent/node.yaml"}, nil, "/nonexistent/node.yaml: no such file or directory"},
 		{[]string{"--embedded-etcd"}, map[string]string{"SHARDCRON_LEASE_TTL": "ten", "SHARDCRON_SHARDS": "x"},
 			"environment SHARDCRON_LEASE_TTL: \"ten\" is not a duration such as 30s, 5m or 1h30m\nenvironment SHARDCRON_SHARDS: \"x\" is not a whole number"},
-		{nil, nil, `field "etcd_endpoints": set etcd_endpoints, or embedded_etcd for a single replica with its own etcd`},
+		{nil, nil, `field "etcd_endpoints": no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints), or --embedded-etcd for a single replica with its own etcd; server will not guess, because several replicas each embedding an etcd would be separate clusters, each firing every job`},
 		{[]string{"--embedded-etcd", "--lease-ttl", "4s", "--lease-margin", "3s"}, nil, `field "lease_margin": 3s is more than half the lease TTL (4s): the safe deadline would leave too little of the lease`},
 		{[]string{"--embedded-etcd", "--lease-margin", "-1s"}, nil, `flag --lease-margin: -1s is negative`},
 	}
