@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"testing"
@@ -347,6 +348,11 @@ func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 	}
 	for _, id := range c.liveIDs() {
 		c.t.Logf("%s: %s", id, c.nodes[id].m.debug())
+	}
+	if f, err := os.CreateTemp("", "shard-goroutines-*.txt"); err == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+		f.Close()
+		c.t.Logf("goroutines dumped to %s", f.Name())
 	}
 	c.t.Fatalf("not balanced over %v within %v: %v", c.liveIDs(), within, err)
 	return 0

@@ -38,6 +38,7 @@ type loop struct {
 
 	acquiring map[int]bool      // acquisitions in flight
 	retryAt   map[int]time.Time // do not try to acquire before
+	released  map[int]int64     // the token of each shard's last release in this session
 	releasing bool              // a Release call is in flight
 	relRetry  time.Time         // when to retry failed releases
 	wakeAt    time.Time         // the earliest timed decision
@@ -57,6 +58,7 @@ func newLoop(m *Manager, sess *lease.Session) *loop {
 		quit:      make(chan struct{}),
 		acquiring: map[int]bool{},
 		retryAt:   map[int]time.Time{},
+		released:  map[int]int64{},
 		members:   "\x00", // matches no member list
 	}
 	l.lostCtx, l.lostCancel = context.WithCancelCause(context.Background())
@@ -267,4 +269,7 @@ func (l *loop) retry() time.Duration {
 	return max(l.sess.TTL()/10, 100*time.Millisecond)
 }
 
-var errUngranted = errors.New("shard: checkpoint unreadable")
+var (
+	errUngranted   = errors.New("shard: checkpoint unreadable")
+	errUnconfirmed = errors.New("shard: acquisition not confirmed")
+)

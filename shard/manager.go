@@ -69,6 +69,9 @@ type holding struct {
 	since  time.Time
 	lost   context.Context
 	cancel context.CancelCauseFunc
+	// orphanOf is set when the shard was taken as an orphan: the desired
+	// owner that left it free.
+	orphanOf memberRef
 	// Loop-owned fields below.
 	phase     phase
 	stoppedAt time.Time

@@ -71,6 +71,19 @@ func TestOrphansTakenByPreference(t *testing.T) {
 	if took < testTTL-time.Second {
 		t.Errorf("orphans taken after %v, sooner than OrphanAfter %v allows", took, testTTL)
 	}
+	// They stay where they are while node-z stays the same member: handing
+	// them back to a member that does not take shards would leave them
+	// free again.
+	taken := c.owners()
+	for end := time.Now().Add(testTTL + time.Second); time.Now().Before(end); {
+		now := c.owners()
+		for _, s := range zs {
+			if now[s].token != taken[s].token {
+				t.Fatalf("orphaned shard %d moved (token %d -> %d) while node-z is unchanged", s, taken[s].token, now[s].token)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // sampling interval
+	}
 
 	// node-z departs: back to the assignment over node-a and node-b.
 	if _, err := c.cli.Revoke(ctx, grant.ID); err != nil {

@@ -57,7 +57,7 @@ func (l *loop) reconcile(now time.Time) {
 				l.forget(s, h, "lost")
 				continue
 			}
-			if desired := a.Owner(s); l.stopping || (desired != "" && desired != me) {
+			if desired := a.Owner(s); l.stopping || (desired != "" && desired != me && !l.keepOrphan(h, desired)) {
 				if h.phase == ungranted {
 					h.cancel(scheduler.ErrShardLost)
 					h.stoppedAt = h.since
@@ -87,6 +87,7 @@ func (l *loop) reconcile(now time.Time) {
 	}
 	if len(release) > 0 && !l.releasing {
 		l.releasing = true
+		l.relRetry = time.Time{}
 		l.wg.Add(1)
 		go l.release(release)
 	}
@@ -107,7 +108,7 @@ func (l *loop) reconcile(now time.Time) {
 			continue
 		}
 		if sv, ok := l.v.shards[s]; ok {
-			if sv.lease == int64(l.sess.LeaseID()) {
+			if sv.lease == int64(l.sess.LeaseID()) && l.released[s] != sv.token {
 				// Created on this session's lease, yet not held: an Acquire
 				// whose reply was lost (a timeout after etcd applied it).
 				// The generation is the one that Acquire produced.
@@ -132,9 +133,38 @@ func (l *loop) reconcile(now time.Time) {
 				"free_ms", now.Sub(l.v.freeSince[s]).Milliseconds())
 		}
 		l.acquiring[s] = true
+		var orphanOf memberRef
+		if rank > 0 {
+			orphanOf = l.ref(a.Owner(s))
+		}
 		l.wg.Add(1)
-		go l.acquire(s)
+		go l.acquire(s, orphanOf)
 	}
+}
+
+// memberRef names one incarnation of a member: its node id and the
+// CreateRevision of its member key.
+type memberRef struct {
+	node string
+	rev  int64
+}
+
+func (l *loop) ref(node string) memberRef {
+	if mv, ok := l.v.members[node]; ok {
+		return memberRef{node, mv.createRev}
+	}
+	return memberRef{node: node}
+}
+
+// keepOrphan reports whether h, taken as an orphan because its desired
+// owner did not take it, should stay here although another member is
+// desired: it does while that member is the same incarnation that left it
+// free. It moves by an ordinary release once the desired owner changes
+// (membership changed) or re-registers (it restarted). Releasing it sooner
+// would hand it back to a member that is not taking shards, and take it
+// again OrphanAfter later: a shard down that long, again and again.
+func (l *loop) keepOrphan(h *holding, desired string) bool {
+	return h.orphanOf.node != "" && h.orphanOf == l.ref(desired)
 }
 
 func (l *loop) soon(t time.Time) {
@@ -203,7 +233,7 @@ func (l *loop) handle(r any) {
 	case acquireDone:
 		delete(l.acquiring, r.shard)
 		if r.err != nil {
-			if !errors.Is(r.err, lease.ErrHeld) && l.sess.Context().Err() == nil {
+			if !errors.Is(r.err, lease.ErrHeld) && !errors.Is(r.err, errUnconfirmed) && l.sess.Context().Err() == nil {
 				l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
 			}
 			l.retryAt[r.shard] = time.Now().Add(l.retry())
@@ -235,6 +265,7 @@ func (l *loop) handle(r any) {
 				if l.m.held[h.tok.Shard] == h {
 					delete(l.m.held, h.tok.Shard)
 				}
+				l.released[h.tok.Shard] = h.tok.Generation
 				l.m.met.released.Inc()
 				l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
 				continue
@@ -252,7 +283,7 @@ func (l *loop) handle(r any) {
 }
 
 // acquire takes shard s, reads its checkpoint and hands it to the Handler.
-func (l *loop) acquire(s int) {
+func (l *loop) acquire(s int, orphanOf memberRef) {
 	defer l.wg.Done()
 	ctx := l.sess.Context()
 	actx, cancel := context.WithTimeout(ctx, l.sess.TTL()/3)
@@ -263,7 +294,7 @@ func (l *loop) acquire(s int) {
 		l.send(acquireDone{shard: s, err: err})
 		return
 	}
-	l.grant(s, tok, acquired)
+	l.grant(s, tok, acquired, orphanOf)
 }
 
 // adopt resolves an acquisition whose outcome was unknown: the view shows
@@ -275,18 +306,18 @@ func (l *loop) adopt(s int, sv shardView) {
 	resp, err := l.m.cli.Get(ctx, l.m.ks.Shard(s))
 	cancel()
 	if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != sv.token || resp.Kvs[0].Lease != int64(l.sess.LeaseID()) {
-		l.send(acquireDone{shard: s, err: fmt.Errorf("shard %d: unconfirmed acquisition: %v", s, err)})
+		l.send(acquireDone{shard: s, err: fmt.Errorf("%w: shard %d: %v", errUnconfirmed, s, err)})
 		return
 	}
 	l.m.log.Info("acquisition confirmed after an unknown outcome", "shard", s, "token", sv.token)
-	l.grant(s, lease.Token{Shard: s, Generation: sv.token}, sv.owner.Acquired)
+	l.grant(s, lease.Token{Shard: s, Generation: sv.token}, sv.owner.Acquired, memberRef{})
 }
 
 // grant reads the checkpoint of a shard this session acquired and hands
 // the shard to the Handler.
-func (l *loop) grant(s int, tok lease.Token, acquired time.Time) {
+func (l *loop) grant(s int, tok lease.Token, acquired time.Time, orphanOf memberRef) {
 	ctx := l.sess.Context()
-	h := &holding{tok: tok, since: acquired}
+	h := &holding{tok: tok, since: acquired, orphanOf: orphanOf}
 	h.lost, h.cancel = context.WithCancelCause(l.lostCtx)
 	t0 := time.Now()
 	cp, err := l.checkpoint(ctx, s)
