@@ -37,3 +37,37 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoad measures a consistent read of the current set of n jobs,
+// what every replica does at start and on every new version.
+func BenchmarkLoad(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := etcdtest.Start(b)
+			cli := s.Client(b)
+			ks := keyspace.New("bench")
+			mustApply(b, cli, ks, jobs(0, n, 0), ApplyOptions{})
+			for b.Loop() {
+				if set := mustLoad(b, cli, ks); len(set.Jobs) != n {
+					b.Fatalf("loaded %d jobs, want %d", len(set.Jobs), n)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyUnchanged measures an apply of the set already current:
+// a read and a diff, nothing written.
+func BenchmarkApplyUnchanged(b *testing.B) {
+	const n = 100_000
+	s := etcdtest.Start(b)
+	cli := s.Client(b)
+	ks := keyspace.New("bench")
+	js := jobs(0, n, 0)
+	mustApply(b, cli, ks, js, ApplyOptions{})
+	for b.Loop() {
+		if mustApply(b, cli, ks, js, ApplyOptions{}).Applied {
+			b.Fatal("an unchanged set was applied")
+		}
+	}
+}
