@@ -130,12 +130,21 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 // server's --jobs). Of several replicas bootstrapping at once exactly one
 // applies; the others, like every replica started on a cluster that has a
 // job set, get applied false and the difference between the cluster's set
-// and jobs (the drift, for the caller to log and count). Only errors that
-// leave the outcome unknown are returned.
+// and jobs (the drift, for the caller to log and count). A cluster whose
+// set fails its checks (ErrCorrupt) has a set: Bootstrap never replaces
+// it, logs the error and reports no drift, so replicas still start (and
+// keep their last good set, see Watch) until an apply repairs it. Errors
+// are returned only when the outcome is unknown (etcd unreachable), for
+// invalid jobs, and for ErrFormat (this binary is older than the data).
 func Bootstrap(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []config.Job, opts ApplyOptions) (applied bool, drift Diff, err error) {
+	opts.ReplaceCorrupt = false
 	res, err := apply(ctx, cli, ks, jobs, opts, true)
 	if err == nil {
 		return res.Applied, res.Diff, nil
+	}
+	if errors.Is(err, ErrCorrupt) {
+		opts.withDefaults().Logger.Error("the cluster's job set is unreadable; --jobs not applied, drift unknown; `shardcron apply` repairs it", "err", err)
+		return false, Diff{}, nil
 	}
 	if !errors.Is(err, ErrConflict) {
 		return false, Diff{}, err

@@ -92,4 +92,16 @@ func TestBootstrapConcurrentOneApplies(t *testing.T) {
 	if mustLoad(t, cli, ks).Version != set.Version {
 		t.Fatal("Bootstrap changed an existing job set")
 	}
+
+	// A damaged set is still a set: not replaced, no error.
+	if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), "garbage"); err != nil {
+		t.Fatal(err)
+	}
+	applied, drift, err = Bootstrap(testCtx(t, time.Minute), cli, ks, set.Jobs, ApplyOptions{ReplaceCorrupt: true})
+	if err != nil || applied || !drift.Empty() {
+		t.Fatalf("Bootstrap over a damaged set = %v, %+v, %v", applied, drift, err)
+	}
+	if got := versions(t, cli, ks); len(got) != 1 {
+		t.Fatalf("Bootstrap over a damaged set wrote a version: %v", got)
+	}
 }
