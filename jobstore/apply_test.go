@@ -11,6 +11,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 const shards = 64
@@ -58,7 +59,7 @@ func TestApplyLifecycle(t *testing.T) {
 	// Checkpoint records, as the scheduler would have written them.
 	removed, kept := "job-0000000", "job-0000001"
 	for _, name := range []string{removed, kept} {
-		if _, err := cli.Put(testCtx(t, 10*time.Second), ks.Tick(ShardOf(name, shards), name), "record"); err != nil {
+		if _, err := cli.Put(testCtx(t, 10*time.Second), ks.Tick(scheduler.ShardOf(name, shards), name), "record"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,10 +83,10 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Fatalf("changed job = %+v", got[kept].HTTP)
 	}
 	wantVersions(t, cli, ks, v2.Version)
-	if exists(t, cli, ks.Tick(ShardOf(removed, shards), removed)) {
+	if exists(t, cli, ks.Tick(scheduler.ShardOf(removed, shards), removed)) {
 		t.Fatal("the removed job's checkpoint record was not collected")
 	}
-	if !exists(t, cli, ks.Tick(ShardOf(kept, shards), kept)) {
+	if !exists(t, cli, ks.Tick(scheduler.ShardOf(kept, shards), kept)) {
 		t.Fatal("a kept job's checkpoint record was deleted")
 	}
 

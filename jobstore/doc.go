@@ -39,12 +39,26 @@
 // # Failure model
 //
 // An apply that fails or crashes before its flip leaves the current set
-// untouched and an orphan version that the next successful apply deletes.
-// Two concurrent applies: exactly one flips, the other gets ErrConflict.
-// An RPC error on the flip itself leaves the outcome unknown; it is returned
-// as is (not ErrConflict), and Load tells which set is current. Garbage
-// collection after a successful flip is best effort: its failure is
-// reported in Result.GCErr and repaired by the next apply.
+// untouched and an orphan version, which the next successful apply
+// deletes. Two concurrent applies: exactly one flips, the other gets
+// ErrConflict and deletes the version it wrote. An RPC error on the flip
+// itself leaves the outcome unknown; it is returned as is (not
+// ErrConflict), and Load tells which set is current. Garbage collection
+// after a successful flip is best effort: its failure is reported in
+// Result.GCErr and repaired by the next apply.
 //
-// Data in a newer format than this binary knows is refused with ErrFormat.
+// Data in a newer format than this binary knows is refused with ErrFormat
+// by every entry point. A set that fails its checks (ErrCorrupt: a pointer
+// or chunk edited or deleted by hand) is refused by Load and Apply; Watch
+// keeps delivering nothing until a good version appears (the replica keeps
+// its last good set); Apply replaces it only with
+// ApplyOptions.ReplaceCorrupt, every job then counting as new.
+//
+// # What etcd must provide
+//
+// Requests of up to 1.5 MiB and transactions of up to 128 operations
+// (etcd's defaults; chunk writes use at most 1 MiB and 64). History must be
+// compacted (each apply leaves its superseded version in history until
+// then) and the backend defragmented now and then; a revision compacted
+// under a reader only makes it read again from the newest pointer.
 package jobstore

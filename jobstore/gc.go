@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cespare/xxhash/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // ticksPerScan is the page size of the keys-only scan of ticks/.
@@ -27,8 +27,9 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 	}
 	var keys []string
 	if opts.Shards > 0 {
+		// The scheduler's own mapping, so the keys are the ones it writes.
 		for _, name := range removed {
-			keys = append(keys, ks.Tick(ShardOf(name, opts.Shards), name))
+			keys = append(keys, ks.Tick(scheduler.ShardOf(name, opts.Shards), name))
 		}
 	} else {
 		var err error
@@ -37,12 +38,6 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 		}
 	}
 	return deleteTicks(ctx, cli, ks, flipRev, keys, opts)
-}
-
-// ShardOf is the scheduler's job-to-shard mapping, xxhash64(name) mod S
-// (DESIGN.md, "Two-level mapping").
-func ShardOf(name string, shards int) int {
-	return int(xxhash.Sum64String(name) % uint64(shards))
 }
 
 // strayTicks lists the checkpoint records whose job is not in next, by a
