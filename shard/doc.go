@@ -24,7 +24,14 @@
 //     Valid() was checked synchronously.
 //   - Joins count after Config.SettleDelay, departures at once; a shard
 //     free for k × Config.OrphanAfter may be taken by the k-th member of its
-//     preference list, and moves to its desired owner by an ordinary release.
+//     preference list. It stays there while its desired owner is the same
+//     member incarnation that left it free, and moves to its desired owner by
+//     an ordinary release once that changes (the membership changed, or the
+//     desired owner re-registered after a restart).
+//   - An Acquire whose reply was lost (a timeout after etcd applied it)
+//     leaves a shard key on this session's lease that nothing holds; a
+//     linearizable read confirms it and the shard is granted under that
+//     key's generation, which is the one that Acquire produced.
 //
 // Failure model. A node that cannot reach etcd stops acting at its safe
 // deadline (every Grant's Lost is done), starts a new session when etcd is

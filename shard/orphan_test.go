@@ -103,6 +103,8 @@ func TestLeaveDrainsInParallel(t *testing.T) {
 	held := len(a.h.live())
 	var memberGone, drains, late int
 	var mu = &a.h.mu
+	mu.Lock()
+	defer mu.Unlock()
 	a.h.drainHook = func(ctx context.Context, shard int) {
 		resp, err := c.cli.Get(context.Background(), c.ks.Member("node-a"))
 		mu.Lock()
@@ -118,6 +120,7 @@ func TestLeaveDrainsInParallel(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+	mu.Unlock()
 	start := time.Now()
 	if err := c.stop(a); err != nil {
 		t.Fatal(err)
@@ -128,6 +131,7 @@ func TestLeaveDrainsInParallel(t *testing.T) {
 	if took > drainTimeout+slack {
 		t.Errorf("leave took %v: drains not in parallel (drain timeout %v)", took, drainTimeout)
 	}
+	mu.Lock()
 	if drains != held || memberGone != held || late != 0 {
 		t.Errorf("%d drains for %d shards, %d after the member key was gone, %d not ended by the timeout", drains, held, memberGone, late)
 	}
