@@ -139,21 +139,32 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("shard: Run called twice")
 	}
 	defer m.bg.Wait()
-	retry := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
+	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
+	retry, failures := first, 0
 	for ctx.Err() == nil {
 		gctx, cancel := context.WithTimeout(ctx, m.cfg.Lease.TTL/2)
 		sess, err := lease.NewSession(gctx, m.cli, m.ks, m.cfg.Lease)
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil {
-				m.log.Warn("cannot start a lease session; retrying", "err", err)
+			// Log the first failure of an outage loudly, the retries quietly.
+			if failures++; ctx.Err() == nil {
+				lvl := slog.LevelDebug
+				if failures == 1 {
+					lvl = slog.LevelWarn
+				}
+				m.log.Log(ctx, lvl, "cannot start a lease session; retrying", "err", err, "failures", failures)
 			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(retry):
 			}
+			retry = min(2*retry, m.cfg.Lease.TTL/2)
 			continue
 		}
+		if failures > 0 {
+			m.log.Info("lease session started after failures", "failures", failures)
+		}
+		retry, failures = first, 0
 		err = m.runSession(ctx, sess)
 		if err != nil || ctx.Err() != nil {
 			sess.Close()
