@@ -90,7 +90,9 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 		if prev, ok := old.members[node]; ok && prev.createRev == kv.CreateRevision {
 			mv.countAt = prev.countAt
 		} else if initial && node != l.m.cfg.Node {
-			mv.countAt = now
+			// Members already there when this node starts are established:
+			// they count at once and never wait for joins to settle.
+			mv.countAt = now.Add(-l.m.cfg.SettleDelay)
 		}
 		v.members[node] = mv
 		return
@@ -113,13 +115,32 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 }
 
 // counted returns the members that count in the assignment at now, and
-// the earliest time a member not yet counted will.
-func (v *view) counted(now time.Time) (names []string, next time.Time) {
+// the earliest time that may change. A join counts once its settle delay
+// has passed and no other join is still settling, so replicas started
+// together (a cold start, a scale-up) count together and the cluster
+// rebalances once, not once per replica. A stream of joins holds a settled
+// member back by at most one more settle delay.
+func (v *view) counted(now time.Time, settle time.Duration) (names []string, next time.Time) {
+	settling := false
+	for _, mv := range v.members {
+		if mv.countAt.After(now) {
+			settling = true
+			break
+		}
+	}
+	wake := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	for n, mv := range v.members {
-		if !mv.countAt.After(now) {
+		switch {
+		case mv.countAt.After(now):
+			wake(mv.countAt)
+		case settling && mv.countAt.Add(settle).After(now):
+			wake(mv.countAt.Add(settle))
+		default:
 			names = append(names, n)
-		} else if next.IsZero() || mv.countAt.Before(next) {
-			next = mv.countAt
 		}
 	}
 	return names, next
