@@ -117,7 +117,7 @@ func TestFaultSuite(t *testing.T) {
 		c.start(n)
 	}
 	eventually(t, 60*time.Second, "every shard owned by the three nodes", func() bool {
-		return c.owners.allOwnedBy("n1", "n2", "n3")
+		return c.owners.allOwnedBy(faultShards, "n1", "n2", "n3")
 	})
 	begin := time.Now().Truncate(time.Second).Add(2 * time.Second)
 

@@ -1,84 +1,13 @@
 package main
 
+// The fault steps of TestFaultSuite: each lands one fault at the chosen
+// phase of the tick and returns the window it affected.
+
 import (
-	"context"
 	"sort"
 	"syscall"
-	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/shardcron/shardcron/internal/etcdtest"
-	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/shard"
 )
-
-// ownershipProbe reads shard ownership straight from etcd: the authority,
-// not any replica's view of it.
-type ownershipProbe struct {
-	t   testing.TB
-	cli *clientv3.Client
-	ks  keyspace.Space
-}
-
-func newOwnershipProbe(t testing.TB, endpoint, cluster string) *ownershipProbe {
-	return &ownershipProbe{t: t, cli: etcdtest.NewClient(t, endpoint), ks: keyspace.New(cluster)}
-}
-
-// owners returns the owner of every held shard, read from etcd.
-func (o *ownershipProbe) owners() map[int]string {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	st, err := shard.ReadState(ctx, o.cli, o.ks)
-	if err != nil {
-		return nil
-	}
-	m := make(map[int]string, len(st.ShardSet))
-	for _, s := range st.ShardSet {
-		if s.Owner != "" {
-			m[s.Shard] = s.Owner
-		}
-	}
-	return m
-}
-
-// allOwnedBy reports whether every shard is held, only by the given nodes,
-// and every one of them holds some.
-func (o *ownershipProbe) allOwnedBy(nodes ...string) bool {
-	m := o.owners()
-	if len(m) != faultShards {
-		return false
-	}
-	want := map[string]bool{}
-	for _, n := range nodes {
-		want[n] = false
-	}
-	for _, owner := range m {
-		if _, ok := want[owner]; !ok {
-			return false
-		}
-		want[owner] = true
-	}
-	for _, held := range want {
-		if !held {
-			return false
-		}
-	}
-	return true
-}
-
-// shardsOf lists the shards node holds.
-func (o *ownershipProbe) shardsOf(node string) []int {
-	var s []int
-	for shard, owner := range o.owners() {
-		if owner == node {
-			s = append(s, shard)
-		}
-	}
-	sort.Ints(s)
-	return s
-}
 
 func (c *faultCluster) live() []string {
 	var names []string
@@ -95,7 +24,7 @@ func (c *faultCluster) waitStable(what string) {
 	c.t.Helper()
 	live := c.live()
 	eventually(c.t, 45*time.Second, what+": every shard owned by "+joinNames(live), func() bool {
-		return c.owners.allOwnedBy(live...)
+		return c.owners.allOwnedBy(faultShards, live...)
 	})
 }
 
@@ -131,13 +60,7 @@ func (c *faultCluster) killOwner(mode string, inFlight bool) window {
 		t.Fatal(err)
 	}
 	w.takeover = eventually(t, faultTTL+30*time.Second, "takeover of "+name+"'s shards", func() bool {
-		m := c.owners.owners()
-		for _, s := range held {
-			if o, ok := m[s]; !ok || o == name {
-				return false
-			}
-		}
-		return true
+		return c.owners.takenOver(held, name)
 	})
 	if bound := faultTTL + takeoverSlack; w.takeover > bound {
 		t.Errorf("%s: takeover took %v, over TTL + slack = %v", w.name, w.takeover, bound)
@@ -159,13 +82,7 @@ func (c *faultCluster) pauseOwner(mode string, inFlight bool) window {
 	p := c.nodes[name]
 	p.signal(syscall.SIGSTOP)
 	w.takeover = eventually(t, faultTTL+30*time.Second, "takeover of paused "+name+"'s shards", func() bool {
-		m := c.owners.owners()
-		for _, s := range held {
-			if o, ok := m[s]; !ok || o == name {
-				return false
-			}
-		}
-		return true
+		return c.owners.takenOver(held, name)
 	})
 	time.Sleep(time.Until(w.from.Add(faultTTL + 2*time.Second))) // the pause is the fault
 	p.signal(syscall.SIGCONT)

@@ -71,7 +71,7 @@ func (s *ownSuite) live() []string {
 func (s *ownSuite) waitStable(what string) {
 	s.t.Helper()
 	live := s.live()
-	eventually(s.t, 45*time.Second, what, func() bool { return s.probe.allOwnedByN(ownShards, live...) })
+	eventually(s.t, 45*time.Second, what, func() bool { return s.probe.allOwnedBy(ownShards, live...) })
 }
 
 // state fetches a node's own view of ownership.
@@ -156,40 +156,6 @@ func (s *ownSuite) sample() {
 	}
 }
 
-func (o *ownershipProbe) allOwnedByN(shards int, nodes ...string) bool {
-	m := o.owners()
-	if len(m) != shards {
-		return false
-	}
-	allowed := map[string]bool{}
-	for _, n := range nodes {
-		allowed[n] = true
-	}
-	held := map[string]bool{}
-	for _, owner := range m {
-		if !allowed[owner] {
-			return false
-		}
-		held[owner] = true
-	}
-	return len(held) == min(len(nodes), shards)
-}
-
-// tokens returns every shard's token in etcd (0 when free).
-func (o *ownershipProbe) tokens() map[int]int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	st, err := shard.ReadState(ctx, o.cli, o.ks)
-	if err != nil {
-		return nil
-	}
-	m := map[int]int64{}
-	for _, s := range st.ShardSet {
-		m[s.Shard] = s.Token
-	}
-	return m
-}
-
 func TestOwnershipMultiProcess(t *testing.T) {
 	s := &ownSuite{t: t, etcd: etcdtest.StartProcess(t), nodes: map[string]*ownNode{}, paused: map[string]bool{}, sampler: &doubleClaimSampler{}}
 	s.probe = newOwnershipProbe(t, s.etcd.Endpoint(), ownCluster)
@@ -222,7 +188,7 @@ func TestOwnershipMultiProcess(t *testing.T) {
 	for _, n := range []string{"n4", "n5", "n6"} {
 		s.start(n)
 	}
-	d := eventually(t, 45*time.Second, "6 nodes", func() bool { return s.probe.allOwnedByN(ownShards, s.live()...) })
+	d := eventually(t, 45*time.Second, "6 nodes", func() bool { return s.probe.allOwnedBy(ownShards, s.live()...) })
 	t.Logf("scale 3 -> 6: settled in %v", d.Round(time.Millisecond))
 
 	// kill -9: the crashed node's shards are owned again within the TTL
@@ -230,13 +196,7 @@ func TestOwnershipMultiProcess(t *testing.T) {
 	held := s.probe.shardsOf("n6")
 	s.nodes["n6"].proc.signal(syscall.SIGKILL)
 	d = eventually(t, 30*time.Second, "takeover of n6's shards", func() bool {
-		m := s.probe.owners()
-		for _, sh := range held {
-			if o, ok := m[sh]; !ok || o == "n6" {
-				return false
-			}
-		}
-		return true
+		return s.probe.takenOver(held, "n6")
 	})
 	t.Logf("kill -9 n6: %d shards taken over in %v (bound TTL %v + slack %v)", len(held), d.Round(time.Millisecond), ownTTL, takeoverSlack)
 	if d > ownTTL+takeoverSlack {
