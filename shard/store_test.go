@@ -140,3 +140,46 @@ func TestStoreCommit(t *testing.T) {
 		t.Fatalf("Ready = %v", err)
 	}
 }
+
+// Load reads a record under the fence: its value and revision, a zero
+// Stored when absent, and ErrShardLost (the Grant ended) once the fence
+// fails.
+func TestStoreLoad(t *testing.T) {
+	c := newTestCluster(t, 4)
+	n := c.start("node-a", false)
+	c.waitBalanced(waitLimit)
+	live := n.h.live()
+	st := n.m.Store()
+	loader, ok := st.(scheduler.Loader)
+	if !ok {
+		t.Fatal("the shard store does not implement scheduler.Loader")
+	}
+	ctx := context.Background()
+	r := st.Commit(ctx, []scheduler.Write{{Shard: 2, Token: live[2], Job: "j", Value: []byte("v1")}})[0]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	got, err := loader.Load(ctx, 2, live[2], "j")
+	if err != nil || string(got.Value) != "v1" || got.Rev != r.Rev {
+		t.Fatalf("Load = %q rev %d, %v; want v1 rev %d", got.Value, got.Rev, err, r.Rev)
+	}
+	if got, err := loader.Load(ctx, 2, live[2], "absent"); err != nil || got.Rev != 0 || got.Value != nil {
+		t.Fatalf("Load of an absent record = %+v, %v", got, err)
+	}
+	if _, err := loader.Load(ctx, 2, live[2]-1, "j"); !errors.Is(err, scheduler.ErrShardLost) {
+		t.Fatalf("Load under a token not held: %v, want ErrShardLost", err)
+	}
+	g := n.h.grant(2)
+	if _, err := c.cli.Delete(ctx, c.ks.Shard(2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loader.Load(ctx, 2, live[2], "j"); !errors.Is(err, scheduler.ErrShardLost) {
+		t.Fatalf("Load after the fence failed: %v, want ErrShardLost", err)
+	}
+	waitFor(t, time.Second, "the lost shard's grant ends", func() error {
+		if cause := context.Cause(g.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
+			return fmt.Errorf("cause %v", cause)
+		}
+		return nil
+	})
+}
