@@ -52,6 +52,7 @@ type Server struct {
 	log      *slog.Logger
 	stop     chan struct{} // closed by Close, stops the defragmenter
 	closing  *atomic.Bool  // set by Close: etcd's shutdown noise is dropped
+	defrags  atomic.Int64  // successful defragmentations, for tests
 	wg       sync.WaitGroup
 	once     sync.Once
 }
@@ -189,7 +190,9 @@ func (s *Server) defrag() {
 	defer cancel()
 	if _, err := cli.Defragment(ctx, s.endpoint); err != nil {
 		s.log.Warn("etcd defragment", "err", err)
+		return
 	}
+	s.defrags.Add(1)
 }
 
 // FreeAddr returns a loopback host:port that the kernel reported free.
