@@ -19,13 +19,16 @@ import (
 // binPath is the shardcron binary under test, built once by TestMain.
 var binPath string
 
+// buildFlags are extra `go build` flags for the binary under test.
+var buildFlags []string
+
 func buildBinary() (path string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "shardcron-bin-")
 	if err != nil {
 		return "", nil, err
 	}
 	path = filepath.Join(dir, "shardcron")
-	cmd := exec.Command("go", "build", "-o", path, ".")
+	cmd := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", path, ".")...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		os.RemoveAll(dir)
@@ -84,6 +87,9 @@ func startProc(t testing.TB, name string, args ...string) *proc {
 		p.signal(syscall.SIGCONT)
 		p.signal(syscall.SIGKILL)
 		<-p.done
+		if p.log.Contains("WARNING: DATA RACE") {
+			t.Errorf("%s reported a data race", name)
+		}
 		if t.Failed() {
 			t.Logf("---- %s output (last 150 lines) ----\n%s", name, p.log.Tail(150))
 		}
