@@ -62,9 +62,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
 	ks := keyspace.New(cfg.Cluster)
 
-	meta, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(cfg.Shards))
+	meta, err := ensureMeta(ctx, cli, ks, cfg.Shards, log)
 	if err != nil {
-		return fmt.Errorf("cluster meta: %w", err)
+		return err
 	}
 	if meta.Shards != cfg.Shards {
 		log.Info("following the cluster's shard count", "shards", meta.Shards, "flag", cfg.Shards)
@@ -198,6 +198,24 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	wg.Wait()
 	log.Info("left the cluster")
 	return failed
+}
+
+// ensureMeta reads (or, on a new cluster, creates) the cluster's meta,
+// saying so while etcd does not answer rather than waiting silently.
+func ensureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shards int, log *slog.Logger) (shard.Meta, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		meta, err := shard.EnsureMeta(actx, cli, ks, shard.DefaultMeta(shards))
+		cancel()
+		switch {
+		case err == nil:
+			return meta, nil
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			log.Warn("etcd does not answer; still trying", "endpoints", cli.Endpoints(), "err", err)
+		default:
+			return meta, fmt.Errorf("cluster meta: %w", err)
+		}
+	}
 }
 
 // jobRow is one line of /api/v1/jobs.
