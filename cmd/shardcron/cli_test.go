@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 )
 
@@ -67,10 +70,15 @@ func TestBadInputExitsNonZeroNamingFileLineField(t *testing.T) {
 func TestApplyDryRunExportStatus(t *testing.T) {
 	etcd := etcdtest.StartProcess(t)
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=cli"}
+	// alpha posts to a port nothing listens on: its runs fail, visibly.
+	closed, err := etcdembed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	v1 := writeFile(t, "v1.yaml", `jobs:
   - name: alpha
     schedule: "*/10 * * * * *"
-    http: {url: "http://127.0.0.1:9/a"}
+    http: {url: "http://`+closed+`/a"}
   - name: beta
     schedule: "@every 1m"
     exec: {command: ["true"]}
@@ -102,7 +110,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	// A server runs the jobs; status shows ownership and jobs.
 	srv := startProc(t, "server", "server", "--cluster", "cli", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "16")
-	srv.HTTPAddr(30 * time.Second)
+	addr := srv.HTTPAddr(30 * time.Second)
 	var rep statusReport
 	eventually(t, 30*time.Second, "status shows every shard owned by solo", func() bool {
 		out, _, code := runCLI(t, env, "status", "--output", "json")
@@ -114,6 +122,29 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	if rep.JobsTotal != 2 || rep.Jobs[0].Name != "alpha" || rep.Jobs[0].Owner != "solo" || rep.Jobs[0].Next.IsZero() {
 		t.Errorf("status jobs = %+v (total %d)", rep.Jobs, rep.JobsTotal)
 	}
+	// The HTTP surface: readiness, the jobs page with last runs read from
+	// the records (alpha's target refuses connections, so its runs fail),
+	// and the metrics registry.
+	eventually(t, 30*time.Second, "/readyz ready", func() bool { return httpGet(t, addr, "/readyz") == "ready\n" })
+	var page struct {
+		Total int
+		Jobs  []jobRow
+	}
+	eventually(t, 30*time.Second, "alpha's runs in /api/v1/jobs", func() bool {
+		if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs?limit=1")), &page); err != nil {
+			return false
+		}
+		return len(page.Jobs) == 1 && len(page.Jobs[0].LastRuns) > 0
+	})
+	if j := page.Jobs[0]; page.Total != 2 || j.Name != "alpha" || j.Owner != "solo" || j.LastRuns[0].Status != "failed" || j.Next.IsZero() {
+		t.Errorf("jobs page = %+v", page)
+	}
+	for _, m := range []string{"shardcron_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
+		if body := httpGet(t, addr, "/metrics"); !strings.Contains(body, m) {
+			t.Errorf("/metrics lacks %q", m)
+		}
+	}
+
 	table, _, code := runCLI(t, env, "status")
 	if code != 0 || !strings.Contains(table, "MEMBER") || !strings.Contains(table, "solo") {
 		t.Errorf("status table: exit %d\n%s", code, table)
@@ -138,4 +169,15 @@ func TestDevPrintsAddressesAndStopsCleanly(t *testing.T) {
 	if code, err := p.Wait(15 * time.Second); err != nil || code != 0 {
 		t.Fatalf("dev after SIGTERM: exit %d, %v", code, err)
 	}
+}
+
+func httpGet(t *testing.T, addr, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
