@@ -112,7 +112,9 @@ func (s *Scheduler) Acquired(g Grant) {
 	}
 }
 
-// Drain stops firing the shard at once and returns that instant, after
+// Drain stops firing the shard at once and returns that instant (or just
+// before the earliest due tick it left unclaimed, so the successor runs it
+// as a handoff tick), after
 // waiting for the shard's in-flight runs (and their completion records)
 // until ctx is done; then it cancels the runs in an orderly way, leaving
 // them in flight for the successor, and waits for them to end.
@@ -244,8 +246,30 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 	}
 	switch sh.state {
 	case firing:
+		// Ticks due by now that were not claimed (not yet fired, waiting
+		// for a run slot, or queued claims not yet sent) are dropped here:
+		// stopped_at goes before the earliest of them, so the successor
+		// runs them as handoff ticks instead of applying the misfire policy
+		// (a tick waiting for a slot is late, not lost). Ticks this owner
+		// decided are at or before each record's last claimed tick, which
+		// the successor never runs again, so an earlier stopped_at cannot
+		// cause a double run.
+		s.fireDue(now)
+		stop := now
+		for _, w := range s.waiting {
+			if w.rec.sh == sh && !w.rerun && !w.tick.After(stop) {
+				stop = w.tick.Add(-time.Nanosecond)
+			}
+		}
+		for _, rec := range sh.jobs {
+			for _, o := range rec.queued {
+				if o.kind == opClaim && !o.rerun && !o.tick.After(stop) {
+					stop = o.tick.Add(-time.Nanosecond)
+				}
+			}
+		}
 		sh.state = draining
-		sh.stoppedAt = now
+		sh.stoppedAt = stop
 		s.owned[n].Store(false)
 		s.dropQueuedClaims(sh)
 		s.log.Info("shard draining", "shard", n, "token", sh.g.Token, "runs", sh.runs)

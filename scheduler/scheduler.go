@@ -165,10 +165,7 @@ func (s *Scheduler) step(now time.Time) {
 	if s.cur == nil && s.table.Load() != nil {
 		s.installJobs(now)
 	}
-	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
-		t := heap.Pop(&s.timers).(timerEntry)
-		s.fire(t, now)
-	}
+	s.fireDue(now)
 	for rec := range s.retrying {
 		if !rec.retryAt.After(now) {
 			delete(s.retrying, rec)
@@ -177,6 +174,16 @@ func (s *Scheduler) step(now time.Time) {
 	}
 	s.dispatch(now)
 	s.flush()
+}
+
+// fireDue fires every armed tick due at now. Whatever re-arms jobs or ends
+// firing at an instant later than the loop's last step (installJobs, drain)
+// calls it first, so a tick that came due in between is not voided.
+func (s *Scheduler) fireDue(now time.Time) {
+	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
+		t := heap.Pop(&s.timers).(timerEntry)
+		s.fire(t, now)
+	}
 }
 
 // nextWake is when step has something to do next.

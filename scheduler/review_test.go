@@ -1,0 +1,119 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// A job set installed at the very instant a job's tick comes due must not
+// lose that tick: re-arming the changed job from "now" voided the timer
+// entry that had not been popped yet, and Next(now) is after now.
+func TestJobSetChangeAtTickInstantLosesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "tens", "*/10 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		const n = 30
+		for k := range n {
+			sleepUntil(t0.Add(time.Duration(k) * 10 * time.Second))
+			jj := j
+			jj.Timeout = config.Duration(time.Duration(k+1) * time.Minute) // a change
+			h.s.SetJobs(config.JobSet{Version: int64(k + 2), Jobs: []config.Job{jj}})
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := secondsFrom(t0, ticksOf(h.runner.of(j.Name)))
+		want := make([]int, n)
+		for k := range n {
+			want[k] = 10 * k
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ticks run %v, want %v", got, want)
+		}
+	})
+}
+
+// Ticks waiting for a run slot when a shard is drained were dropped, yet
+// Drain reported the instant it was called as stopped_at: the successor
+// applied the misfire policy to them (skip: lost). A tick waiting for a slot
+// is late, not lost; a handoff is not a misfire.
+func TestDrainKeepsTicksWaitingForSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(6, "secondly", "* * * * * *")
+		j.Misfire = config.MisfireSkip
+		h1 := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 1 }, j)
+		defer h1.stop()
+		h1.runner.behave = work(3500 * time.Millisecond)
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		g1, _ := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(2500 * time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped := h1.s.Drain(ctx, 6)
+		time.Sleep(time.Second)
+		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		var all []time.Time
+		for _, r := range h1.runner.all() {
+			all = append(all, r.Tick)
+		}
+		for _, r := range h2.runner.all() {
+			all = append(all, r.Tick)
+		}
+		slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+		if got := secondsFrom(t0, all); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("ticks run %v, want each of 0..8 once (stopped_at %v)", got, stopped.Sub(t0))
+		}
+	})
+}
+
+// installJobs is called from Run's select after a step: when time moved on
+// in between, a changed job's timer entry that came due meanwhile must fire,
+// not be voided by re-arming from the later instant.
+func TestInstallJobsFiresDueTicksFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "tens", "*/10 * * * * *")
+		st := newFakeStore(t)
+		s, err := New(Config{Cluster: "c1", Node: "n1", Shards: testShards}, st, &fakeRunner{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s.ctx = ctx
+		s.SetJobs(config.JobSet{Version: 1, Jobs: []config.Job{j}})
+		h := &harness{t: t, store: st, deadline: newDeadline(time.Hour)}
+		g, _ := h.grant(1, 9, nil)
+		s.step(time.Now())
+		s.acquire(g, time.Now())
+		s.step(time.Now()) // Run's loop top, at t0-1s
+		jj := j
+		jj.Timeout = config.Duration(time.Minute)
+		s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{jj}})
+		sleepUntil(t0.Add(time.Millisecond)) // the select picked jobsChanged late
+		s.installJobs(time.Now())
+		s.step(time.Now())
+		synctest.Wait() // the commit has returned
+		for _, c := range h.cancels {
+			c(nil) // ends the loss watcher
+		}
+		s.wg.Wait()
+		if rec := st.record(1, j.Name); !rec.LastClaimed.Equal(t0) {
+			t.Errorf("last claimed %v, want the tick %v claimed", rec.LastClaimed, t0)
+		}
+	})
+}
