@@ -58,7 +58,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	// The deadline rides on the request's context so that checkRedirect
+	// reads it again before following a redirect (another request sent).
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, deadlineKey{}, r.Deadline), method, url, rd)
 	if err != nil {
 		return failed("request: %v", err)
 	}
@@ -88,6 +90,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	}
 	resp, err := rn.client.Do(req)
 	if err != nil {
+		if errors.Is(err, errRedirectDeadline) {
+			return deadlinePassed("redirect not followed")
+		}
 		if ctx.Err() != nil {
 			return stopped(ctx, r, "request abandoned")
 		}
@@ -116,6 +121,30 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 		res.Detail += fmt.Sprintf("; reading body: %v", rerr)
 	}
 	return res
+}
+
+// errRedirectDeadline stops a redirect that would be sent past the safe
+// deadline.
+var errRedirectDeadline = errors.New("runner: safe deadline passed before a redirect")
+
+// deadlineKey is the request context key of the run's scheduler.Deadline.
+type deadlineKey struct{}
+
+// maxRedirects is net/http's default bound, kept.
+const maxRedirects = 10
+
+// checkRedirect is the client's CheckRedirect: following a redirect sends
+// another request, so the safe deadline is read synchronously right before
+// it, as before the first one (the deadline watch looks only every
+// ExtendEvery).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if d, ok := req.Context().Value(deadlineKey{}).(scheduler.Deadline); ok && d.Remaining() <= 0 {
+		return errRedirectDeadline
+	}
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	return nil
 }
 
 // setIdentityHeaders sets the run's identity on h, replacing the job's own.

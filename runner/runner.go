@@ -51,7 +51,7 @@ func New(cfg Config) (*Runner, error) {
 	rn := &Runner{
 		cfg:    cfg,
 		tr:     tr,
-		client: &http.Client{Transport: tr, Timeout: cfg.ClientTimeout},
+		client: &http.Client{Transport: tr, Timeout: cfg.ClientTimeout, CheckRedirect: checkRedirect},
 	}
 	rn.closing, rn.closeRuns = context.WithCancelCause(context.Background())
 	return rn, nil
