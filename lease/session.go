@@ -84,8 +84,11 @@ func NewSession(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cf
 	s.log = cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id)))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.deadline.Store(int64(sent + s.ttl - cfg.Margin))
+	// Read the time left before taking mu: Remaining ends the session when
+	// the grant took longer than TTL − Margin, and ending takes mu.
+	left := s.Remaining()
 	s.mu.Lock()
-	s.timer = time.AfterFunc(s.Remaining(), s.onTimer)
+	s.timer = time.AfterFunc(left, s.onTimer)
 	s.mu.Unlock()
 	go s.loop()
 	if !s.Valid() {

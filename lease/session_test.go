@@ -263,3 +263,40 @@ func TestCloseRevokesAndIsIdempotent(t *testing.T) {
 		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
 	}
 }
+
+// A grant that takes longer than TTL − Margin leaves a session whose
+// deadline has passed before it starts: NewSession must refuse it with
+// ErrLost, not hang (it read the clock, which ends the session, while
+// holding the lock that ending takes).
+func TestSlowGrantIsRefused(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t).Client(t)
+	cfg, h := testCfg(3 * time.Second)
+	var reads atomic.Int64
+	h.clock = func() time.Duration {
+		if reads.Add(1) == 1 {
+			return boottime() // sent_at, read before the Grant
+		}
+		return boottime() + 10*time.Second // the Grant answered late
+	}
+	type result struct {
+		s   *Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := NewSession(tctx(t), cli, ks, cfg)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		if r.s != nil {
+			r.s.Close()
+		}
+		if !errors.Is(r.err, ErrLost) {
+			t.Fatalf("NewSession after a slow grant: %v, want ErrLost", r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("NewSession hangs when the grant took longer than TTL − Margin")
+	}
+}
