@@ -23,13 +23,16 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 		return
 	}
 	job := rec.e.job
-	if job.Suspend {
-		return // fire nothing; interrupted ticks stay in flight
-	}
+	// Interrupted ticks wait, even while the job is suspended: dispatch
+	// keeps them until it fires again (suspension defers a re-run, it does
+	// not drop it for the rest of the generation).
 	for _, f := range rec.committed.InFlight {
 		if f.Token < rec.sh.g.Token {
 			s.enqueue(&waitTick{rec: rec, tick: f.Tick, rerun: true})
 		}
+	}
+	if job.Suspend {
+		return // fire nothing now
 	}
 	base := rec.committed.LastClaimed
 	if job.Since.After(base) {

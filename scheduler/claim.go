@@ -50,6 +50,10 @@ func (s *Scheduler) dispatch(now time.Time) {
 	for _, w := range s.waiting {
 		rec := w.rec
 		job := rec.e.job
+		if rec.firing() && job.Suspend && w.rerun {
+			kept = append(kept, w) // re-run once the job is resumed
+			continue
+		}
 		if !rec.firing() || job.Suspend || (!w.rerun && !w.tick.After(rec.hi)) {
 			continue // no longer ours to fire, or decided already
 		}
