@@ -26,16 +26,33 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 	s.log.Warn("job record changed under this owner; re-reading it", append(rec.logArgs(), "err", err)...)
 	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
-	sh, name := rec.sh, rec.e.job.Name
+	sh, name, logArgs := rec.sh, rec.e.job.Name, rec.logArgs() // rec is Run's
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		var d loadDone
-		if err := sh.check(); err != nil {
-			d = loadDone{rec: rec, pw: pw, err: err}
-		} else {
-			st, err := s.loader.Load(s.ctx, sh.g.Shard, sh.g.Token, name)
-			d = loadDone{rec: rec, pw: pw, st: st, err: err}
+		d := loadDone{rec: rec, pw: pw}
+		// An unknown outcome is retried while the safe deadline allows,
+		// like a write's: parking the job would leave its ticks unrun for
+		// the rest of the generation.
+		for backoff := time.Duration(0); ; {
+			if d.err = sh.check(); d.err != nil {
+				break
+			}
+			d.st, d.err = s.loader.Load(s.ctx, sh.g.Shard, sh.g.Token, name)
+			if !errors.Is(d.err, ErrUnknown) {
+				break
+			}
+			backoff = min(max(2*backoff, retryMin), retryMax)
+			s.log.Warn("job record re-read outcome unknown; retrying", append(logArgs, "err", d.err, "retry_in", backoff)...)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+				continue
+			case <-sh.ctx.Done():
+			case <-s.quit:
+			}
+			t.Stop()
+			break
 		}
 		s.send(d)
 	}()
