@@ -99,3 +99,24 @@ func TestJobsPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestPageIsLive: / is the dashboard, not a list of links: it reads the
+// state and jobs APIs itself, over and over, and draws the shard map.
+func TestPageIsLive(t *testing.T) {
+	srv := newTestServer(t, nil)
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("Content-Type %q, want text/html", ct)
+	}
+	for _, want := range []string{`getJSON("/api/v1/state")`, `getJSON("/api/v1/jobs`, "setInterval(refresh", `id="grid"`, "without an owner"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"net/http"
 )
 
-// The page is a placeholder until the live dashboard lands: it links the
-// APIs so a user of `make run` finds them.
+// The page is static: a script in it polls /api/v1/state and /api/v1/jobs
+// every two seconds and draws members, the shard map by owner (free shards
+// stand out) and the first jobs with their next fire and last run. It links
+// the APIs, so a user of `make run` finds them.
 //
 //go:embed page.html
 var page []byte
