@@ -181,3 +181,35 @@ func httpGet(t *testing.T, addr, path string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestHealthzServedWhileEtcdUnreachable: /healthz says the process is alive
+// and never depends on etcd, so it answers while the replica is still
+// waiting for etcd at start (a liveness probe must not restart a replica
+// for an etcd outage); /readyz says not ready; SIGTERM still exits 0.
+func TestHealthzServedWhileEtcdUnreachable(t *testing.T) {
+	closed, err := etcdembed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := etcdembed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startProc(t, "server", "server", "--cluster", "noetcd", "--node-id", "solo",
+		"--etcd-endpoints", "http://"+closed, "--http-addr", addr, "--lease-ttl", "3s")
+	eventually(t, 20*time.Second, "/healthz ok while etcd is unreachable", func() bool {
+		return httpGet(t, addr, "/healthz") == "ok\n"
+	})
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while etcd is unreachable: %s, want 503", resp.Status)
+	}
+	srv.signal(syscall.SIGTERM)
+	if code, err := srv.Wait(5 * time.Second); err != nil || code != 0 {
+		t.Errorf("SIGTERM while waiting for etcd: exit %d, %v", code, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,36 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
 	ks := keyspace.New(cfg.Cluster)
 
+	// HTTP is served from the start, before anything asks etcd: /healthz
+	// says the process is alive and never depends on etcd, so a liveness
+	// probe must get its answer while etcd is still unreachable; until the
+	// replica is wired, every other path answers 503 (not ready).
+	listener, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, err)
+	}
+	addr := listener.Addr().String()
+	var handler swapHandler
+	handler.Store(startingHandler())
+	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	wg.Go(func() {
+		if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("http: %w", err)
+		}
+	})
+	// Whatever way this returns, the server stops (Shutdown closes the
+	// listener) and every goroutine started here is joined.
+	stopHTTP := sync.OnceFunc(func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		wg.Wait()
+	})
+	defer stopHTTP()
+	log.Debug("http serving /healthz while starting", "addr", addr)
+
 	meta, err := ensureMeta(ctx, cli, ks, cfg.Shards, log)
 	if err != nil {
 		return err
@@ -87,12 +118,6 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 	defer run.Close()
 
-	listener, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, err)
-	}
-	addr := listener.Addr().String()
-
 	mcfg := shard.DefaultConfig(cfg.Cluster, cfg.Node)
 	mcfg.Address, mcfg.Version = addr, version
 	mcfg.Lease = cfg.Lease
@@ -100,10 +125,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	mcfg.DrainTimeout = cfg.DrainTimeout
 	mcfg.Logger = cfg.Logger
 	mcfg.Registerer = reg
-	handler := &schedulerHandler{}
-	mgr, err := shard.New(cli, ks, meta, mcfg, handler)
+	schedHandler := &schedulerHandler{}
+	mgr, err := shard.New(cli, ks, meta, mcfg, schedHandler)
 	if err != nil {
-		listener.Close()
 		return err
 	}
 	scfg := scheduler.DefaultConfig()
@@ -113,10 +137,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	scfg.Logger, scfg.Registerer = cfg.Logger, reg
 	sched, err := scheduler.New(scfg, mgr.Store(), run)
 	if err != nil {
-		listener.Close()
 		return err
 	}
-	handler.Scheduler = sched
+	schedHandler.Scheduler = sched
 
 	drift := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "shardcron_jobs_file_drift",
@@ -127,7 +150,6 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Shards: meta.Shards, Logger: log})
 		switch {
 		case err != nil:
-			listener.Close()
 			return fmt.Errorf("--jobs bootstrap: %w", err)
 		case applied:
 			log.Info("bootstrapped the cluster's job set from --jobs", "jobs", len(cfg.Jobs))
@@ -144,27 +166,19 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 	})
 	if err != nil {
-		listener.Close()
 		return err
 	}
-	srv := &http.Server{Handler: httpHandler, ReadHeaderTimeout: 10 * time.Second}
+	handler.Store(httpHandler)
 
 	// Lifetimes, innermost first: the manager stops on ctx and drains
 	// through the scheduler, so the scheduler and the job watch run under
 	// their own context, cancelled only after the manager has returned.
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
 	wg.Go(func() {
 		if err := jobstore.Watch(schedCtx, cli, ks, sched.SetJobs, jobstore.WithLogger(log)); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
-		}
-	})
-	wg.Go(func() {
-		if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs <- fmt.Errorf("http: %w", err)
 		}
 	})
 	log.Info("http listening", "addr", addr)
@@ -192,12 +206,32 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		failed = err
 	}
 	stopSched()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	wg.Wait()
+	stopHTTP()
 	log.Info("left the cluster")
 	return failed
+}
+
+// swapHandler serves whichever handler was stored last: the starting one
+// until the replica is wired, then the dashboard.
+type swapHandler struct{ atomic.Pointer[http.Handler] }
+
+func (h *swapHandler) Store(next http.Handler) { h.Pointer.Store(&next) }
+
+func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*h.Load()).ServeHTTP(w, r)
+}
+
+// startingHandler answers while the replica waits for etcd: alive, not
+// ready, nothing else yet.
+func startingHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not ready: starting (waiting for etcd)", http.StatusServiceUnavailable)
+	})
+	return mux
 }
 
 // ensureMeta reads (or, on a new cluster, creates) the cluster's meta,
