@@ -308,15 +308,36 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 	}
 }
 
-// readRecords runs the Gets in read-only transactions of at most 128
-// operations and returns each value (nil when absent).
+// testHookAfterRecordsTxn, when set by a test, runs after each of
+// readRecords' transactions. Always nil outside tests.
+var testHookAfterRecordsTxn func()
+
+// readRecords runs the Gets (plain keys, no options) in read-only
+// transactions of at most 128 operations and returns each value (nil when
+// absent). Every transaction after the first reads at the first one's
+// revision, so the result is one consistent snapshot however many
+// transactions it takes: a page never shows half of a later write.
 func readRecords(ctx context.Context, cli *clientv3.Client, ops []clientv3.Op) ([][]byte, error) {
 	out := make([][]byte, 0, len(ops))
+	var rev int64
 	for len(ops) > 0 {
 		n := min(len(ops), shard.MaxTxnOps)
-		resp, err := cli.Txn(ctx).Then(ops[:n]...).Commit()
+		batch := ops[:n]
+		if rev != 0 {
+			batch = make([]clientv3.Op, n)
+			for i, op := range ops[:n] {
+				batch[i] = clientv3.OpGet(string(op.KeyBytes()), clientv3.WithRev(rev))
+			}
+		}
+		resp, err := cli.Txn(ctx).Then(batch...).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("read job records: %w", err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		if testHookAfterRecordsTxn != nil {
+			testHookAfterRecordsTxn()
 		}
 		for _, r := range resp.Responses {
 			var v []byte
