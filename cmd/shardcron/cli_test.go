@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // runCLI runs the binary to completion and returns its output and exit code.
@@ -211,5 +216,29 @@ func TestHealthzServedWhileEtcdUnreachable(t *testing.T) {
 	srv.signal(syscall.SIGTERM)
 	if code, err := srv.Wait(5 * time.Second); err != nil || code != 0 {
 		t.Errorf("SIGTERM while waiting for etcd: exit %d, %v", code, err)
+	}
+}
+
+// TestStatusNegativeLimit: a bad --limit is a usage error with a clear
+// message, not a crash.
+func TestStatusNegativeLimit(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ks := keyspace.New("default")
+	if _, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(16)); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := config.ParseJobs("jobs.yaml", []byte("jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobstore.Apply(ctx, cli, ks, jobs, jobstore.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint()}, "status", "--limit", "-1")
+	if code != 2 || !strings.Contains(stderr, "--limit") || strings.Contains(stderr, "panic") {
+		t.Errorf("status --limit -1: exit %d, stderr:\n%s", code, stderr)
 	}
 }

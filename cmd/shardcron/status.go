@@ -59,6 +59,9 @@ func newStatusCmd() *cobra.Command {
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", output)}
 			}
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
+			}
 			ctx, done, ec, err := f.connect(c)
 			if err != nil {
 				return err
