@@ -1,9 +1,14 @@
 package shard
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // Join, then graceful leave: shards spread over the members, a leaver's
@@ -73,4 +78,56 @@ func (s State) memberNames() map[string]bool {
 		out[m.Node] = true
 	}
 	return out
+}
+
+// A shard whose key is deleted (or re-created under another generation)
+// while this node drains it is no longer this node's: its Grant must end
+// as soon as the view shows it, not when the drain returns, or a successor
+// that acquires the free key would hold a Grant while this one is live.
+func TestDrainingGrantEndsWhenKeyDeleted(t *testing.T) {
+	c := newTestCluster(t, 4)
+	c.tweak = func(cfg *Config) { cfg.DrainTimeout = 20 * time.Second }
+	a := c.start("node-a", false)
+	c.waitBalanced(waitLimit)
+
+	release := make(chan struct{}) // closed when the test is done; ends held drains
+	defer close(release)
+	draining := make(chan int, 8)
+	a.h.mu.Lock()
+	a.h.drainHook = func(ctx context.Context, shard int) {
+		draining <- shard
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+	}
+	a.h.mu.Unlock()
+
+	a.cancel() // SIGTERM: drain every shard, held open by the hook
+	var s int
+	select {
+	case s = <-draining:
+	case <-time.After(waitLimit):
+		t.Fatal("no drain started after cancel")
+	}
+	g := a.h.grant(s).g
+	if g.Lost.Err() != nil {
+		t.Fatalf("shard %d: grant ended before its drain returned", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.cli.Delete(ctx, c.ks.Shard(s)); err != nil {
+		t.Fatal(err)
+	}
+	// The watch (or, at the latest, the resync every second) shows the
+	// deletion; the drain is held for 20 s.
+	waitFor(t, 5*time.Second, "the draining grant ends once its key is gone", func() error {
+		if g.Lost.Err() == nil {
+			return fmt.Errorf("shard %d: grant %d still live", s, g.Token)
+		}
+		return nil
+	})
+	if cause := context.Cause(g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
+		t.Fatalf("shard %d: grant ended with %v, want ErrShardLost", s, cause)
+	}
 }

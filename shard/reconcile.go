@@ -44,15 +44,21 @@ func (l *loop) reconcile(now time.Time) {
 	var drain, release []*holding
 	for s, h := range l.m.held {
 		switch h.phase {
-		case granting:
+		case granting, draining:
+			// Handler.Acquired or Drain is still running for this Grant:
+			// the worker's result moves it on. A key gone meanwhile ends
+			// the Grant now, not when the call returns: a successor may
+			// acquire the free key at once.
+			if l.keyGone(h) {
+				h.cancel(scheduler.ErrShardLost)
+			}
 		case active, ungranted:
 			if h.lost.Err() != nil {
 				// A fenced write found the shard lost (Store cancelled it).
 				l.forget(s, h, "lost")
 				continue
 			}
-			sv, present := l.v.shards[s]
-			if (present && sv.token != h.tok.Generation) || (!present && l.v.rev >= h.tok.Generation) {
+			if l.keyGone(h) {
 				h.cancel(scheduler.ErrShardLost)
 				l.forget(s, h, "lost")
 				continue
@@ -140,6 +146,13 @@ func (l *loop) reconcile(now time.Time) {
 		l.wg.Add(1)
 		go l.acquire(s, orphanOf)
 	}
+}
+
+// keyGone reports whether the view shows h's shard key deleted or
+// re-created under another generation since h's acquisition.
+func (l *loop) keyGone(h *holding) bool {
+	sv, present := l.v.shards[h.tok.Shard]
+	return (present && sv.token != h.tok.Generation) || (!present && l.v.rev >= h.tok.Generation)
 }
 
 // memberRef names one incarnation of a member: its node id and the
