@@ -91,7 +91,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		wg.Wait()
 	})
 	defer stopHTTP()
-	log.Debug("http serving /healthz while starting", "addr", addr)
+	log.Info("http serving /healthz; the rest once etcd answers", "addr", addr)
 
 	meta, err := ensureMeta(ctx, cli, ks, cfg.Shards, log)
 	if err != nil {
