@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 )
 
@@ -65,6 +66,14 @@ func runDev(ctx context.Context, o devOptions) error {
 	if o.replicas < 1 || o.replicas > 64 {
 		return usageError{fmt.Errorf("--replicas %d: want 1 to 64", o.replicas)}
 	}
+	if o.shards < 1 || o.shards > keyspace.MaxShards {
+		return usageError{fmt.Errorf("--shards %d: want 1 to %d", o.shards, keyspace.MaxShards)}
+	}
+	lc := lease.DefaultConfig()
+	lc.TTL = o.leaseTTL
+	if err := lc.Validate(); err != nil {
+		return usageError{fmt.Errorf("--lease-ttl: %w", err)}
+	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
 		var err error
@@ -104,8 +113,9 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	sinkSrv := &http.Server{Handler: newSink(sinkLog), ReadHeaderTimeout: 10 * time.Second}
-	go sinkSrv.Serve(sinkLn) //nolint:errcheck // ends with Close below
-	defer sinkSrv.Close()
+	sinkDone := make(chan struct{})
+	go func() { _ = sinkSrv.Serve(sinkLn); close(sinkDone) }()
+	defer func() { sinkSrv.Close(); <-sinkDone }()
 	sinkURL := "http://" + sinkLn.Addr().String()
 	devLog.Info("sink listening", "url", sinkURL)
 	env := func(name string) (string, bool) {
@@ -124,8 +134,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	// One replica failing (its port taken, say) takes the others down too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lc := lease.DefaultConfig()
-	lc.TTL = o.leaseTTL
 	var wg sync.WaitGroup
 	errs := make(chan error, o.replicas)
 	for i := 1; i <= o.replicas; i++ {
