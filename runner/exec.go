@@ -179,6 +179,7 @@ func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string)
 	t := time.NewTicker(e.rn.cfg.ExtendEvery)
 	defer t.Stop()
 	done := ctx.Done()
+	var killBy <-chan time.Time // an orderly stop that must be over by an instant
 	for {
 		select {
 		case <-e.waited:
@@ -189,9 +190,17 @@ func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string)
 			done = nil
 			if killAtOnce(ctx) {
 				e.send(msgKill + "\n")
-			} else {
-				e.send(msgTerm + "\n")
+				break
 			}
+			e.send(msgTerm + "\n")
+			if by, ok := stopBy(ctx); ok && time.Until(by) < e.rn.cfg.KillGrace {
+				k := time.NewTimer(time.Until(by))
+				defer k.Stop()
+				killBy = k.C
+			}
+		case <-killBy:
+			killBy = nil
+			e.send(msgKill + "\n")
 		case <-t.C:
 		}
 		if local != "" {

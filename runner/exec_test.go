@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -252,6 +253,35 @@ func TestExecOrderlyCancelTermThenKill(t *testing.T) {
 		!strings.Contains(res.Detail, "killed (SIGKILL) after") {
 		t.Fatalf("status %s (%s)", res.Status, res.Detail)
 	}
+}
+
+// An orderly cancel that must be over by an instant (a release whose drain
+// timeout runs out) sends SIGTERM, then SIGKILL by that instant, not after
+// the whole kill grace.
+func TestExecOrderlyCancelStopBy(t *testing.T) {
+	const grace, by = 5 * time.Second, 400 * time.Millisecond
+	rn := newRunner(t, func(c *Config) { c.KillGrace = grace })
+	job, beat, term := heartbeatJob(t.TempDir())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	resc := make(chan scheduler.Result, 1)
+	go func() { resc <- rn.Run(ctx, testRun(job, slidingDeadline{time.Minute})) }()
+	_, pid := rn.nextPids(t)
+	waitBeating(t, beat, 3)
+	start := time.Now()
+	cancel(&scheduler.StopBy{At: start.Add(by), Reason: errors.New("drain timeout")})
+	gone := waitGone(t, pid, 20*time.Second)
+	<-resc
+	took := gone.Sub(start)
+	t.Logf("stop by %v (grace %v) -> group dead: %v", by, grace, took.Round(time.Millisecond))
+	if b, err := os.ReadFile(term); err != nil || !strings.Contains(string(b), "term") {
+		t.Fatalf("the job did not get SIGTERM first: %q, %v", b, err)
+	}
+	// Generous slack for a loaded machine, still far below the grace.
+	if took < by-50*time.Millisecond || took > by+2*time.Second {
+		t.Fatalf("group dead %v after the cancel, want about %v (not the %v grace)", took, by, grace)
+	}
+	assertStopped(t, beat)
 }
 
 // A deadline that has already passed starts nothing.

@@ -149,6 +149,16 @@ func killAtOnce(ctx context.Context) bool {
 	return errors.Is(c, scheduler.ErrShardLost) || errors.Is(c, scheduler.ErrDeadline)
 }
 
+// stopBy reports the instant an orderly stop must be over by, when ctx's
+// cause names one (a release whose drain timeout is running out).
+func stopBy(ctx context.Context) (time.Time, bool) {
+	var sb *scheduler.StopBy
+	if errors.As(context.Cause(ctx), &sb) {
+		return sb.At, true
+	}
+	return time.Time{}, false
+}
+
 // stopped is the Result of work that ctx stopped; what says what happened
 // to the work ("request abandoned", "process group killed").
 func stopped(ctx context.Context, r scheduler.Run, what string) scheduler.Result {

@@ -22,6 +22,7 @@ var (
 const (
 	DefaultMaxConcurrentRuns = 64
 	DefaultDrainTimeout      = 10 * time.Second
+	DefaultKillGrace         = 5 * time.Second
 	DefaultHistoryLen        = 20
 )
 
@@ -43,6 +44,12 @@ type Config struct {
 	// cancelling them (default 10 s). The scheduler's Drain takes its bound
 	// from its context; this value is what callers should use for it.
 	DrainTimeout time.Duration
+	// KillGrace is the runner's wait between SIGTERM and SIGKILL on an
+	// orderly cancel (runner.Config.KillGrace; default 5 s). A Drain whose
+	// context has a deadline cancels its runs this long before it, so that
+	// a run that ignores SIGTERM is still gone by the deadline and a
+	// SIGTERMed replica exits within its drain timeout.
+	KillGrace time.Duration
 	// HistoryLen bounds the run history kept in each job's record
 	// (default 20).
 	HistoryLen int
@@ -58,6 +65,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
 		DrainTimeout:      DefaultDrainTimeout,
+		KillGrace:         DefaultKillGrace,
 		HistoryLen:        DefaultHistoryLen,
 	}
 }
@@ -69,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = DefaultKillGrace
 	}
 	if c.HistoryLen == 0 {
 		c.HistoryLen = DefaultHistoryLen
@@ -92,6 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxConcurrentRuns %d < 1", ErrInvalidConfig, c.MaxConcurrentRuns)
 	case c.DrainTimeout < 0:
 		return fmt.Errorf("%w: DrainTimeout %v < 0", ErrInvalidConfig, c.DrainTimeout)
+	case c.KillGrace < 0:
+		return fmt.Errorf("%w: KillGrace %v < 0", ErrInvalidConfig, c.KillGrace)
 	case c.HistoryLen < 1:
 		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -28,6 +29,21 @@ var (
 	// deadline passed: the runner kills at once, without a grace period.
 	ErrDeadline = errors.New("scheduler: safe deadline passed")
 )
+
+// StopBy is the cause of a run's context for an orderly stop that must be
+// over by At: a release whose drain timeout is running out. The runner stops
+// the work in order at once (SIGTERM) and for good (SIGKILL) no later than
+// At, even where its kill grace would reach past it.
+type StopBy struct {
+	At     time.Time
+	Reason error
+}
+
+func (e *StopBy) Error() string {
+	return fmt.Sprintf("%v (stop by %s)", e.Reason, e.At.UTC().Format(time.RFC3339Nano))
+}
+
+func (e *StopBy) Unwrap() error { return e.Reason }
 
 // Deadline is the safe deadline of the session that holds a shard.
 type Deadline interface {
@@ -152,7 +168,8 @@ type Runner interface {
 	// timeout and is cancelled on replace, release or loss; when
 	// context.Cause(ctx) is ErrDeadline or ErrShardLost the runner stops the
 	// work at once (SIGKILL), otherwise in an orderly way (SIGTERM, then
-	// SIGKILL after a grace period). Safe for concurrent use.
+	// SIGKILL after a grace period, or by StopBy.At when the cause is a
+	// *StopBy). Safe for concurrent use.
 	Run(ctx context.Context, r Run) Result
 }
 

@@ -114,10 +114,11 @@ func (s *Scheduler) Acquired(g Grant) {
 
 // Drain stops firing the shard at once and returns that instant (or just
 // before the earliest due tick it left unclaimed, so the successor runs it
-// as a handoff tick), after
-// waiting for the shard's in-flight runs (and their completion records)
-// until ctx is done; then it cancels the runs in an orderly way, leaving
-// them in flight for the successor, and waits for them to end.
+// as a handoff tick), after waiting for the shard's in-flight runs (and
+// their completion records). Runs still going KillGrace before ctx's
+// deadline (or when ctx ends, if it has none) are cancelled in an orderly
+// way with a *StopBy cause naming the deadline, left in flight for the
+// successor, and waited for.
 func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) {
 	reply := make(chan drainReply, 1)
 	select {
@@ -134,12 +135,26 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 	if r.sh == nil {
 		return r.stoppedAt
 	}
+	// Runs that outlast the drain are cancelled KillGrace before its
+	// deadline, and must be gone by it: the drain timeout bounds the whole
+	// stop, so a SIGTERMed replica exits within it.
+	stopBy, bounded := ctx.Deadline()
+	var cancelAt <-chan time.Time
+	if bounded {
+		t := time.NewTimer(time.Until(stopBy.Add(-s.cfg.KillGrace)))
+		defer t.Stop()
+		cancelAt = t.C
+	}
 	select {
 	case <-r.sh.idle:
 		return r.stoppedAt
+	case <-cancelAt:
 	case <-ctx.Done():
 	}
-	r.sh.cancel(errDrainTimeout)
+	if !bounded || time.Now().After(stopBy) {
+		stopBy = time.Now()
+	}
+	r.sh.cancel(&StopBy{At: stopBy, Reason: errDrainTimeout})
 	select {
 	case <-r.sh.idle:
 	case <-s.quit:

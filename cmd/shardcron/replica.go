@@ -134,6 +134,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	scfg.Cluster, scfg.Node, scfg.Shards = cfg.Cluster, cfg.Node, meta.Shards
 	scfg.MaxConcurrentRuns = cfg.MaxConcurrentRuns
 	scfg.DrainTimeout = cfg.DrainTimeout
+	scfg.KillGrace = rcfg.KillGrace // Drain cancels this long before its deadline
 	scfg.Logger, scfg.Registerer = cfg.Logger, reg
 	sched, err := scheduler.New(scfg, mgr.Store(), run)
 	if err != nil {
