@@ -94,6 +94,9 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 	return s, nil
 }
 
+// maxSleep bounds how long the loop sleeps without reading the wall clock.
+const maxSleep = time.Minute
+
 // Run owns the scheduler's state until ctx is done; then it cancels every
 // run (an orderly cancel: such runs stay in flight for the successor) and
 // returns once every goroutine it started has ended. It may be called once.
@@ -108,9 +111,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		now := time.Now()
 		s.step(now)
 		if w, ok := s.nextWake(); ok {
-			timer.Reset(max(time.Until(w), 0))
+			// Timers run on the monotonic clock and ticks on the wall
+			// clock: re-read the wall clock at least every maxSleep, so a
+			// step of it (NTP, a resumed VM) delays a tick by at most that.
+			timer.Reset(min(max(time.Until(w), 0), maxSleep))
 		} else {
-			timer.Stop()
+			timer.Reset(maxSleep)
 		}
 		select {
 		case <-ctx.Done():
