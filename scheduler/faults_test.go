@@ -390,3 +390,34 @@ func TestDeadlineCheckedBeforeRun(t *testing.T) {
 		}
 	})
 }
+
+// A run's deadline ends with its shard: a run already in an orderly stop
+// (replace, timeout, drain) when the shard is lost must not keep its grace,
+// and the runner learns of the loss from the deadline it re-reads.
+func TestRunDeadlineEndsWithTheShard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		started := make(chan Run, 1)
+		release := make(chan struct{})
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			started <- r
+			<-release
+			return Result{Status: StatusCancelled}
+		}
+		g, lose := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		r := <-started
+		if r.Deadline.Remaining() <= 0 {
+			t.Fatalf("a run of a held shard has no time left: %v", r.Deadline.Remaining())
+		}
+		lose(ErrShardLost)
+		synctest.Wait()
+		if rem := r.Deadline.Remaining(); rem > 0 {
+			t.Errorf("the run's deadline still has %v after its shard was lost", rem)
+		}
+		close(release)
+	})
+}

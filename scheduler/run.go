@@ -44,8 +44,23 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.T
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,
-		Deadline: rec.sh.g.Deadline,
+		Deadline: runDeadline{rec.sh.g},
 	})
+}
+
+// runDeadline is the Deadline a run carries: the session's safe deadline,
+// and none at all once the shard is lost. A run's context keeps the cause it
+// was first cancelled with, so a run already being stopped in an orderly
+// way (replace, timeout, drain) would otherwise keep its grace after a loss;
+// with this the runner, which re-reads the deadline continually, kills it
+// at once.
+type runDeadline struct{ g Grant }
+
+func (d runDeadline) Remaining() time.Duration {
+	if d.g.Lost.Err() != nil {
+		return 0
+	}
+	return d.g.Deadline.Remaining()
 }
 
 // execute runs one tick and reports to Run. The shard is checked right
