@@ -12,8 +12,10 @@ build:
 	$(GO) build -o $(BIN)/shardcron ./cmd/shardcron
 
 # A local cluster: embedded etcd plus three replicas running the example jobs.
+# RUNFLAGS passes more flags, e.g. RUNFLAGS="--http-addr 127.0.0.1:0".
+RUNFLAGS ?=
 run: build
-	$(BIN)/shardcron dev --replicas 3 --jobs examples/jobs.yaml
+	$(BIN)/shardcron dev --replicas 3 --jobs examples/jobs.yaml $(RUNFLAGS)
 
 # The whole suite against real etcd: embedded for in-process tests, a real
 # etcd process (built from the module) for multi-process tests.
