@@ -313,59 +313,46 @@ func TestDrainWaitsForRuns(t *testing.T) {
 }
 
 // A Drain whose context has a deadline cancels the runs still going
-// KillGrace before it, in an orderly way with the deadline as the instant
-// they must be gone by, and leaves them in flight, so the successor re-runs
-// them.
+// KillGrace before it (at once when the drain is shorter than the grace), in
+// an orderly way with the deadline as the instant they must be gone by, and
+// leaves them in flight, so the successor re-runs them.
 func TestDrainTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
-		j := jobIn(1, "j", "0 * * * * *")
-		h := newHarness(t, func(c *Config) { c.KillGrace = 1500 * time.Millisecond }, j)
-		defer h.stop()
-		h.runner.behave = work(time.Hour)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
-		time.Sleep(2 * time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		called := time.Now()
-		stopped := h.s.Drain(ctx, 1)
-		if !stopped.Equal(called) || !time.Now().Equal(called.Add(500*time.Millisecond)) {
-			t.Errorf("stoppedAt %v, returned at %v; called at %v: want the runs cancelled 2s - 1.5s after the call", stopped, time.Now(), called)
-		}
-		runs := h.runner.all()
-		var by *StopBy
-		if len(runs) != 1 || !errors.Is(runs[0].cause, errDrainTimeout) || !errors.As(runs[0].cause, &by) || !by.At.Equal(called.Add(2*time.Second)) {
-			t.Fatalf("runs %+v: want one cancelled by a drain timeout, to be gone by the drain's deadline", runs)
-		}
-		if rec := h.store.record(1, j.Name); len(rec.InFlight) != 1 {
-			t.Errorf("record %+v: want the cancelled run in flight", rec)
-		}
-	})
-}
-
-// A drain timeout shorter than the kill grace cancels at once, still to be
-// gone by the drain's deadline.
-func TestDrainTimeoutShorterThanKillGrace(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
-		j := jobIn(1, "j", "0 * * * * *")
-		h := newHarness(t, nil, j) // KillGrace 5s
-		defer h.stop()
-		h.runner.behave = work(time.Hour)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
-		time.Sleep(2 * time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		called := time.Now()
-		h.s.Drain(ctx, 1)
-		runs := h.runner.all()
-		var by *StopBy
-		if len(runs) != 1 || !errors.As(runs[0].cause, &by) || !by.At.Equal(called.Add(2*time.Second)) || !time.Now().Equal(called) {
-			t.Fatalf("runs %+v, returned %v after the call: want the run cancelled at once, to be gone by the deadline", runs, time.Since(called))
-		}
-	})
+	for _, tc := range []struct {
+		name      string
+		killGrace time.Duration
+		cancelIn  time.Duration // after the call, of a 2 s drain
+	}{
+		{"grace shorter than the drain", 1500 * time.Millisecond, 500 * time.Millisecond},
+		{"grace longer than the drain", 5 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(-time.Second))
+				j := jobIn(1, "j", "0 * * * * *")
+				h := newHarness(t, func(c *Config) { c.KillGrace = tc.killGrace }, j)
+				defer h.stop()
+				h.runner.behave = work(time.Hour)
+				g, _ := h.grant(1, 9, nil)
+				h.s.Acquired(g)
+				time.Sleep(2 * time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				called := time.Now()
+				stopped := h.s.Drain(ctx, 1)
+				if !stopped.Equal(called) || !time.Now().Equal(called.Add(tc.cancelIn)) {
+					t.Errorf("stoppedAt %v, returned at %v; called at %v: want the runs cancelled %v after the call", stopped, time.Now(), called, tc.cancelIn)
+				}
+				runs := h.runner.all()
+				var by *StopBy
+				if len(runs) != 1 || !errors.Is(runs[0].cause, errDrainTimeout) || !errors.As(runs[0].cause, &by) || !by.At.Equal(called.Add(2*time.Second)) {
+					t.Fatalf("runs %+v: want one cancelled by a drain timeout, to be gone by the drain's deadline", runs)
+				}
+				if rec := h.store.record(1, j.Name); len(rec.InFlight) != 1 {
+					t.Errorf("record %+v: want the cancelled run in flight", rec)
+				}
+			})
+		})
+	}
 }
 
 // The deadline is checked again right before the Runner is called: a claim
