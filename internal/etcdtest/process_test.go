@@ -13,12 +13,7 @@ import (
 func TestProcessPauseResumeKill(t *testing.T) {
 	p := StartProcess(t)
 	cli := NewClient(t, p.Endpoint())
-	put := func(d time.Duration) error {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		_, err := cli.Put(ctx, "k", "v")
-		return err
-	}
+	put := func(d time.Duration) error { return putWithin(cli, d) }
 	if err := put(10 * time.Second); err != nil {
 		t.Fatalf("put: %v", err)
 	}

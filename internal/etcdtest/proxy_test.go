@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // echoServer echoes every byte back, until the test ends.
@@ -77,12 +79,7 @@ func TestProxyBlackholesEtcd(t *testing.T) {
 	s := Start(t)
 	p := NewProxy(t, s.Endpoint())
 	cli := NewClient(t, p.Endpoint())
-	put := func(d time.Duration) error {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		_, err := cli.Put(ctx, "k", "v")
-		return err
-	}
+	put := func(d time.Duration) error { return putWithin(cli, d) }
 	if err := put(5 * time.Second); err != nil {
 		t.Fatalf("put through the proxy: %v", err)
 	}
@@ -94,4 +91,12 @@ func TestProxyBlackholesEtcd(t *testing.T) {
 	if err := put(10 * time.Second); err != nil {
 		t.Fatalf("put after Restore: %v", err)
 	}
+}
+
+// putWithin writes one key, giving up after d.
+func putWithin(cli *clientv3.Client, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := cli.Put(ctx, "k", "v")
+	return err
 }
