@@ -89,6 +89,7 @@ func runDev(ctx context.Context, o devOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	slog.SetDefault(devLog) // what libraries log on the default logger looks the same
 
 	dir := o.dataDir
 	if dir == "" {

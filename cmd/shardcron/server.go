@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -42,6 +43,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	slog.SetDefault(log) // what libraries log on the default logger looks the same
 	var jobs []config.Job
 	if node.Jobs != "" {
 		if jobs, err = config.LoadJobs(node.Jobs); err != nil {
