@@ -117,7 +117,7 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 		m.cfg.Lease.Logger = m.log
 	}
 	m.assign, _ = rebalance.Assign(nil, m.params) // params validated with meta
-	met, err := newMetrics(cfg.Registerer, meta.Shards)
+	met, err := newMetrics(cfg.Registerer, meta.Shards, m.Ready)
 	if err != nil {
 		return nil, err
 	}

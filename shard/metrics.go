@@ -18,7 +18,8 @@ type metrics struct {
 	lost     *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, shards int) (*metrics, error) {
+// newMetrics builds the metrics; ready reports what /readyz does.
+func newMetrics(reg prometheus.Registerer, shards int, ready func() error) (*metrics, error) {
 	m := &metrics{
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shardcron_shards_owned",
 			Help: "Shards this node holds."}),
@@ -40,7 +41,15 @@ func newMetrics(reg prometheus.Registerer, shards int) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owned, m.unowned, m.members, m.session, m.acquired, m.released, m.lost} {
+	readyGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardcron_ready",
+		Help: "1 when this node can act: its session is valid, etcd has no NOSPACE alarm and its recent writes succeed (what /readyz says); keepalives alone succeeding never count."},
+		func() float64 {
+			if ready() != nil {
+				return 0
+			}
+			return 1
+		})
+	for _, c := range []prometheus.Collector{m.owned, m.unowned, m.members, m.session, m.acquired, m.released, m.lost, readyGauge} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("shard: register metrics: %w", err)
 		}
