@@ -244,3 +244,17 @@ func TestStatusNegativeLimit(t *testing.T) {
 		t.Errorf("status --limit -1: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+func TestUnknownEnvIsNamed(t *testing.T) {
+	var logs bytes.Buffer
+	log, err := newLogger(&logs, "info", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newServerCmd()
+	warnUnknownEnv(c.Flags(), []string{"SHARDCRON_LEASE_TLL=3s", "SHARDCRON_LEASE_TTL=3s", "SHARDCRON_JOB_TOKEN=x", "HOME=/root"}, log)
+	out := logs.String()
+	if !strings.Contains(out, "name=SHARDCRON_LEASE_TLL") || strings.Count(out, "level=WARN") != 1 {
+		t.Fatalf("want one warning, naming the typo SHARDCRON_LEASE_TLL:\n%s", out)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
@@ -44,6 +46,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		return usageError{err}
 	}
 	slog.SetDefault(log) // what libraries log on the default logger looks the same
+	warnUnknownEnv(c.Flags(), os.Environ(), log)
 	var jobs []config.Job
 	if node.Jobs != "" {
 		if jobs, err = config.LoadJobs(node.Jobs); err != nil {
@@ -86,4 +89,18 @@ func runServer(c *cobra.Command, _ []string) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// warnUnknownEnv names the SHARDCRON_* variables that are no setting: a
+// typo there would otherwise be ignored without a word. SHARDCRON_JOB_* are
+// the jobs' own variables.
+func warnUnknownEnv(fs *pflag.FlagSet, environ []string, log *slog.Logger) {
+	known := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SHARDCRON_") && !strings.HasPrefix(name, config.JobVarPrefix) && !known[name] {
+			log.Warn("environment variable is no setting; ignored", "name", name)
+		}
+	}
 }
