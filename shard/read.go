@@ -77,3 +77,49 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 	}
 	return st, nil
 }
+
+// RecordRef names one job's checkpoint record.
+type RecordRef struct {
+	Shard int
+	Job   string
+}
+
+// testHookAfterRecordsTxn, when set by a test, runs after each of
+// ReadRecords' transactions. Always nil outside tests.
+var testHookAfterRecordsTxn func()
+
+// ReadRecords reads job records for display (`status`, the jobs API), never
+// under a fence: in read-only transactions of at most MaxTxnOps Gets, every
+// one after the first at the first one's revision, so the result is one
+// snapshot however many transactions it takes and a page never shows half
+// of a later write. A record that does not exist is nil.
+func ReadRecords(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []RecordRef) ([][]byte, error) {
+	out := make([][]byte, 0, len(refs))
+	var rev int64
+	for len(refs) > 0 {
+		n := min(len(refs), MaxTxnOps)
+		ops := make([]clientv3.Op, n)
+		for i, r := range refs[:n] {
+			ops[i] = clientv3.OpGet(ks.Tick(r.Shard, r.Job), clientv3.WithRev(rev))
+		}
+		resp, err := cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("shard: read job records: %w", err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		if testHookAfterRecordsTxn != nil {
+			testHookAfterRecordsTxn()
+		}
+		for _, r := range resp.Responses {
+			var v []byte
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+				v = kvs[0].Value
+			}
+			out = append(out, v)
+		}
+		refs = refs[n:]
+	}
+	return out, nil
+}

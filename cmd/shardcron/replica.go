@@ -270,8 +270,8 @@ const lastRunsShown = 5
 
 // jobsPage serves the jobs table a page at a time. Next fire times come from
 // the scheduler (every replica knows them), owners from ownership, and last
-// runs are read from the jobs' records on demand: one transaction of Gets
-// per page, never a watch on ticks/.
+// runs are read from the jobs' records on demand (shard.ReadRecords, one snapshot
+// per page), never a watch on ticks/.
 func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, int, int) (any, int, error) {
 	return func(ctx context.Context, offset, limit int) (any, int, error) {
 		jobs := sched.Jobs()
@@ -280,15 +280,15 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 		jobs = jobs[min(offset, total):min(offset+limit, total)]
 		owners := mgr.State().ShardSet
 		rows := make([]jobRow, len(jobs))
-		var ops []clientv3.Op
+		refs := make([]shard.RecordRef, len(jobs))
 		for i, j := range jobs {
 			rows[i] = jobRow{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
 			if j.Shard < len(owners) {
 				rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
 			}
-			ops = append(ops, clientv3.OpGet(ks.Tick(j.Shard, j.Name)))
+			refs[i] = shard.RecordRef{Shard: j.Shard, Job: j.Name}
 		}
-		records, err := readRecords(ctx, cli, ops)
+		records, err := shard.ReadRecords(ctx, cli, ks, refs)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -307,47 +307,4 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 		}
 		return rows, total, nil
 	}
-}
-
-// testHookAfterRecordsTxn, when set by a test, runs after each of
-// readRecords' transactions. Always nil outside tests.
-var testHookAfterRecordsTxn func()
-
-// readRecords runs the Gets (plain keys, no options) in read-only
-// transactions of at most 128 operations and returns each value (nil when
-// absent). Every transaction after the first reads at the first one's
-// revision, so the result is one consistent snapshot however many
-// transactions it takes: a page never shows half of a later write.
-func readRecords(ctx context.Context, cli *clientv3.Client, ops []clientv3.Op) ([][]byte, error) {
-	out := make([][]byte, 0, len(ops))
-	var rev int64
-	for len(ops) > 0 {
-		n := min(len(ops), shard.MaxTxnOps)
-		batch := ops[:n]
-		if rev != 0 {
-			batch = make([]clientv3.Op, n)
-			for i, op := range ops[:n] {
-				batch[i] = clientv3.OpGet(string(op.KeyBytes()), clientv3.WithRev(rev))
-			}
-		}
-		resp, err := cli.Txn(ctx).Then(batch...).Commit()
-		if err != nil {
-			return nil, fmt.Errorf("read job records: %w", err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		if testHookAfterRecordsTxn != nil {
-			testHookAfterRecordsTxn()
-		}
-		for _, r := range resp.Responses {
-			var v []byte
-			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
-				v = kvs[0].Value
-			}
-			out = append(out, v)
-		}
-		ops = ops[n:]
-	}
-	return out, nil
 }

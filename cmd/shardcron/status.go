@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/schedule"
@@ -86,7 +85,7 @@ func newStatusCmd() *cobra.Command {
 			rep.JobsTotal = len(set.Jobs)
 			sort.Slice(set.Jobs, func(i, j int) bool { return set.Jobs[i].Name < set.Jobs[j].Name })
 			now := time.Now()
-			var ops []clientv3.Op
+			var refs []shard.RecordRef
 			for _, j := range set.Jobs[:min(limit, len(set.Jobs))] {
 				s := scheduler.ShardOf(j.Name, st.Shards)
 				row := statusJob{Name: j.Name, Shard: s, Owner: st.ShardSet[s].Owner, Suspend: j.Suspend}
@@ -94,9 +93,9 @@ func newStatusCmd() *cobra.Command {
 					row.Next = sch.Next(now)
 				}
 				rep.Jobs = append(rep.Jobs, row)
-				ops = append(ops, clientv3.OpGet(ec.ks.Tick(s, j.Name)))
+				refs = append(refs, shard.RecordRef{Shard: s, Job: j.Name})
 			}
-			records, err := readRecords(ctx, ec.cli, ops)
+			records, err := shard.ReadRecords(ctx, ec.cli, ec.ks, refs)
 			if err != nil {
 				return err
 			}
