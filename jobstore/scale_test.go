@@ -12,6 +12,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // seen is one job set a reader observed.
@@ -133,13 +134,8 @@ func TestApplyAtScaleReadersSeeWholeVersions(t *testing.T) {
 	}
 	wantVersions(t, cli, ks, last)
 
-	deadline := time.Now().Add(2 * time.Minute)
-	for !(loads.reached(last) && watched.reached(last)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("readers did not reach version %d within 2 minutes", last)
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the condition
-	}
+	poll.Must(t, 2*time.Minute, fmt.Sprintf("readers reach version %d", last),
+		poll.True(func() bool { return loads.reached(last) && watched.reached(last) }))
 	cancel()
 	wg.Wait()
 

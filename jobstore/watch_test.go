@@ -3,6 +3,7 @@ package jobstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // watcher runs Watch in the background and hands each set to the test.
@@ -145,20 +147,11 @@ func TestWatchBurstIsInOrderWithoutDuplicates(t *testing.T) {
 	for gen := 1; gen <= 20; gen++ {
 		final = mustApply(t, cli, ks, jobs(0, 5, gen), ApplyOptions{}).Version
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Must(t, 30*time.Second, fmt.Sprintf("the watch reaches version %d", final), poll.True(func() bool {
 		mu.Lock()
-		n := len(seen)
-		reached := n > 0 && seen[n-1] == final
-		mu.Unlock()
-		if reached {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watch did not reach version %d within 30s", final)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the condition
-	}
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1] == final
+	}))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Watch = %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdCluster()...) }
@@ -67,16 +68,10 @@ func (r *renewals) times() []time.Duration {
 	return append([]time.Duration(nil), r.sent...)
 }
 
-// eventually polls cond every 10 ms until it holds, failing after d.
+// eventually polls cond until it holds, failing after d.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Must(t, d, what, poll.True(cond))
 }
 
 // waitDone waits for the session to end and returns when it did.

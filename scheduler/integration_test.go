@@ -14,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
@@ -153,13 +154,7 @@ func (n *node) stop() {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", waitLimit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Must(t, waitLimit, what, poll.True(cond))
 }
 
 // Two owners of one shard in succession, the first cut off from etcd (as a

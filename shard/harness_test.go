@@ -2,7 +2,6 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/rebalance"
 	"github.com/shardcron/shardcron/scheduler"
@@ -338,13 +338,9 @@ func (c *testCluster) balanced(ids []string) error {
 // waitBalanced polls until balanced(live nodes) holds, or fails the test.
 func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 	c.t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < within {
-		if err = c.balanced(c.liveIDs()); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval
+	d, err := poll.UntilEvery(20*time.Millisecond, within, func() error { return c.balanced(c.liveIDs()) })
+	if err == nil {
+		return d
 	}
 	for _, id := range c.liveIDs() {
 		c.t.Logf("%s: %s", id, c.nodes[id].m.debug())
@@ -361,18 +357,9 @@ func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 // waitFor polls cond until it returns nil.
 func waitFor(t testing.TB, within time.Duration, what string, cond func() error) {
 	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < within {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
-	t.Fatalf("%s: not within %v: %v", what, within, err)
+	poll.Must(t, within, what, cond)
 }
 
-var _ = errors.Is
 var _ = lease.ErrHeld
 
 func keyspaceFor(cluster string) keyspace.Space { return keyspace.New(cluster) }

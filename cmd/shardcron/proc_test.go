@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // binPath is the shardcron binary under test, built once by TestMain.
@@ -174,17 +176,13 @@ func (b *syncBuffer) Contains(s string) bool {
 	return false
 }
 
-// eventually polls cond every 50 ms until it holds or the deadline passes.
+// eventually polls cond every 50 ms (conditions here start processes or
+// read the whole cluster) until it holds or the deadline passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
+	d, err := poll.UntilEvery(50*time.Millisecond, timeout, poll.True(cond))
+	if err != nil {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
-	return time.Since(start)
+	return d
 }

@@ -2,8 +2,11 @@ package etcdtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 func TestClusterSurvivesLeaderStop(t *testing.T) {
@@ -19,16 +22,10 @@ func TestClusterSurvivesLeaderStop(t *testing.T) {
 	}
 	old := c.WaitLeader(t, 10*time.Second)
 	c.StopMember(old)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if l := c.Leader(); l >= 0 && l != old {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no new leader 15s after the old one stopped")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Must(t, 15*time.Second, "a new leader after the old one stopped", poll.True(func() bool {
+		l := c.Leader()
+		return l >= 0 && l != old
+	}))
 	if _, err := cli.Put(ctx, "k", "2"); err != nil {
 		t.Fatalf("put after a leader change: %v", err)
 	}
@@ -36,14 +33,11 @@ func TestClusterSurvivesLeaderStop(t *testing.T) {
 	// The restarted member catches up: a serializable read on it alone
 	// returns the latest value.
 	one := NewClient(t, c.Endpoint(old))
-	for {
+	poll.Must(t, 30*time.Second, "the restarted member catches up", func() error {
 		resp, err := one.Get(ctx, "k")
-		if err == nil && len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == "2" {
-			break
+		if err == nil && (len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "2") {
+			err = fmt.Errorf("read %v", resp.Kvs)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("restarted member never caught up: %v %v", resp, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }

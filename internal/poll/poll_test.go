@@ -1,0 +1,27 @@
+package poll
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestUntil(t *testing.T) {
+	n := 0
+	d, err := Until(time.Second, func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || n != 3 || d < 2*Interval {
+		t.Fatalf("Until = %v, %v after %d checks; want nil after 3 checks, two intervals apart", d, err, n)
+	}
+	last := errors.New("still no")
+	if _, err := Until(30*time.Millisecond, func() error { return last }); err != last {
+		t.Fatalf("Until past its deadline = %v, want the condition's last error", err)
+	}
+	if _, err := Until(time.Second, True(func() bool { return true })); err != nil {
+		t.Fatalf("True(true) = %v", err)
+	}
+}
