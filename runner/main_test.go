@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -137,12 +138,9 @@ func alive(pid int) bool {
 // waitGone polls until pid no longer exists and returns when it went.
 func waitGone(t *testing.T, pid int, within time.Duration) time.Time {
 	t.Helper()
-	end := time.Now().Add(within)
-	for alive(pid) {
-		if time.Now().After(end) {
-			t.Fatalf("pid %d still exists after %v", pid, within)
-		}
-		time.Sleep(time.Millisecond)
+	// Every millisecond: the tests report kill latencies of a few.
+	if _, err := poll.UntilEvery(time.Millisecond, within, poll.True(func() bool { return !alive(pid) })); err != nil {
+		t.Fatalf("pid %d still exists after %v", pid, within)
 	}
 	return time.Now()
 }
@@ -152,11 +150,7 @@ func waitGone(t *testing.T, pid int, within time.Duration) time.Time {
 func trackPids(t *testing.T, pids ...int) {
 	t.Cleanup(func() {
 		for _, pid := range pids {
-			end := time.Now().Add(10 * time.Second)
-			for alive(pid) && time.Now().Before(end) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if alive(pid) {
+			if _, err := poll.Until(10*time.Second, poll.True(func() bool { return !alive(pid) })); err != nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Errorf("leaked process %d", pid)
 			}
@@ -177,13 +171,7 @@ while :; do date +%%s%%N >> %s; sleep 0.05; done`, term, beat)
 // waitBeating waits until beat has at least n lines.
 func waitBeating(t *testing.T, beat string, n int) {
 	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for len(beats(beat)) < n {
-		if time.Now().After(end) {
-			t.Fatalf("heartbeat did not start within 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Must(t, 20*time.Second, "the heartbeat starts", poll.True(func() bool { return len(beats(beat)) >= n }))
 }
 
 // beats returns the heartbeat's timestamps.

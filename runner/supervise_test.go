@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -89,18 +90,11 @@ func (rp *replica) result(t *testing.T) scheduler.Result {
 // handed to this process (a child subreaper), once it has exited.
 func reapOrphan(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
-	end := time.Now().Add(within)
-	for {
+	poll.Must(t, within, fmt.Sprintf("orphaned supervisor %d exits", pid), poll.True(func() bool {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		if got == pid || err != nil {
-			return // reaped, or not ours to reap (then alive() decides)
-		}
-		if time.Now().After(end) {
-			t.Fatalf("orphaned supervisor %d did not exit within %v", pid, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got == pid || err != nil // reaped, or not ours to reap (then alive() decides)
+	}))
 }
 
 // Scenario 2: the replica process is SIGSTOPped while its exec job runs.
