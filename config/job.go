@@ -65,6 +65,21 @@ type Job struct {
 	// Since is when a job of this name was first applied to the cluster; a
 	// new owner never runs ticks before it. Set by the job store, not the file.
 	Since time.Time `yaml:"-" json:"since,omitzero"`
+	// Resumed is when the job was last changed from suspended to not
+	// suspended: no owner runs a tick at or before it, so the ticks that came
+	// due while the job was suspended never run, and the suspended stretch is
+	// not a misfire. Set by the job store, not the file; zero if the job was
+	// never resumed.
+	Resumed time.Time `yaml:"-" json:"resumed,omitzero"`
+}
+
+// NotBefore is the instant at or before which no owner runs a tick of the
+// job: the later of Since and Resumed.
+func (j *Job) NotBefore() time.Time {
+	if j.Resumed.After(j.Since) {
+		return j.Resumed
+	}
+	return j.Since
 }
 
 // HTTPTarget is a request the job sends on every tick. URL, header values and

@@ -32,12 +32,6 @@ var testHookBeforeFlip func()
 // ApplyOptions tunes Apply. The zero value is usable: every zero field takes
 // the default of DefaultApplyOptions.
 type ApplyOptions struct {
-	// Shards is the cluster's shard count S (from meta). When set, the
-	// checkpoint records of removed jobs are deleted by key, at
-	// ticks/<xxhash64(name) mod S>/<name>. When 0, Apply scans ticks/ (keys
-	// only) and deletes every record whose job is not in the new set, which
-	// also repairs records a crashed earlier apply left behind.
-	Shards int
 	// ChunkBytes bounds one chunk's JSON before compression. Default 1 MiB,
 	// which is also the maximum: a chunk must fit one etcd request even if
 	// it does not compress.
@@ -60,9 +54,6 @@ func DefaultApplyOptions() ApplyOptions {
 
 // Validate checks the options, zero fields counting as their defaults.
 func (o ApplyOptions) Validate() error {
-	if o.Shards < 0 || o.Shards > keyspace.MaxShards {
-		return fmt.Errorf("jobstore: Shards %d: must be between 1 and %d, or 0 to scan", o.Shards, keyspace.MaxShards)
-	}
 	if o.ChunkBytes != 0 && (o.ChunkBytes < 4<<10 || o.ChunkBytes > maxChunkBytes) {
 		return fmt.Errorf("jobstore: ChunkBytes %d: must be between 4 KiB and %d", o.ChunkBytes, maxChunkBytes)
 	}
@@ -226,7 +217,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, fmt.Errorf("%w: version %d was read as current and replaced before version %d could flip", ErrConflict, cur.Version, version)
 	}
 	res := Result{Version: version, Applied: true, Diff: diff, Chunks: len(enc.chunks), Bytes: enc.bytes}
-	res.GCErr = collect(ctx, cli, ks, version, flip.Header.Revision, next, diff.Removed, opts)
+	res.GCErr = collect(ctx, cli, ks, version, flip.Header.Revision, next, opts)
 	if res.GCErr != nil {
 		opts.Logger.Warn("job set garbage collection incomplete; the next apply retries", "version", version, "err", res.GCErr)
 	}
@@ -234,20 +225,28 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 }
 
 // withSince copies next, giving each job the Since of the job of the same
-// name in current, or now for a job that is new.
+// name in current, or now for a job that is new, and its Resumed: now when
+// the job goes from suspended to not suspended, current's otherwise.
 func withSince(current, next []config.Job, now time.Time) []config.Job {
-	since := make(map[string]time.Time, len(current))
+	prev := make(map[string]*config.Job, len(current))
 	for i := range current {
-		since[current[i].Name] = current[i].Since
+		prev[current[i].Name] = &current[i]
 	}
 	now = now.UTC().Round(0)
 	out := make([]config.Job, len(next))
 	for i := range next {
 		out[i] = next[i]
-		if s, ok := since[next[i].Name]; ok && !s.IsZero() {
-			out[i].Since = s
-		} else {
-			out[i].Since = now
+		out[i].Since, out[i].Resumed = now, time.Time{}
+		p, ok := prev[next[i].Name]
+		if !ok {
+			continue
+		}
+		if !p.Since.IsZero() {
+			out[i].Since = p.Since
+		}
+		out[i].Resumed = p.Resumed
+		if p.Suspend && !next[i].Suspend {
+			out[i].Resumed = now
 		}
 	}
 	return out

@@ -28,7 +28,7 @@ func TestApplyLifecycle(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	ks := keyspace.New("life")
 	c := &clock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
-	opts := ApplyOptions{Shards: shards, Now: c.now}
+	opts := ApplyOptions{Now: c.now}
 	t1 := c.t
 
 	// First apply: three new jobs, all with Since = now.
@@ -117,7 +117,7 @@ func TestApplyLifecycle(t *testing.T) {
 	}
 }
 
-func TestApplyScansTicksWhenShardsUnknown(t *testing.T) {
+func TestApplyCollectsEveryStrayRecord(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	ks := keyspace.New("scan")
 	mustApply(t, cli, ks, jobs(0, 4, 1), ApplyOptions{})

@@ -21,7 +21,7 @@ func BenchmarkApply(b *testing.B) {
 			s := etcdtest.Start(b)
 			cli := s.Client(b)
 			ks := keyspace.New("bench")
-			mustApply(b, cli, ks, jobs(0, n, 0), ApplyOptions{Shards: 1024})
+			mustApply(b, cli, ks, jobs(0, n, 0), ApplyOptions{})
 			before := dbSize(b, cli)
 			var stored int64
 			i := 0
@@ -30,7 +30,7 @@ func BenchmarkApply(b *testing.B) {
 				b.StopTimer()
 				next := jobs(0, n, i) // what parsing the file would hand over
 				b.StartTimer()
-				stored = mustApply(b, cli, ks, next, ApplyOptions{Shards: 1024}).Bytes
+				stored = mustApply(b, cli, ks, next, ApplyOptions{}).Bytes
 			}
 			b.ReportMetric(float64(stored), "stored-B/version")
 			b.ReportMetric(float64(dbSize(b, cli)-before)/float64(b.N), "db-growth-B/op")

@@ -39,7 +39,7 @@ func TestBootstrapConcurrentOneApplies(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			a, d, err := Bootstrap(testCtx(t, time.Minute), cli, ks, js, ApplyOptions{Shards: shards})
+			a, d, err := Bootstrap(testCtx(t, time.Minute), cli, ks, js, ApplyOptions{})
 			results[i] = out{a, d, err}
 		}()
 	}

@@ -85,20 +85,21 @@ func DiffJobs(current, next []config.Job) Diff {
 func sameSpec(a, b *config.Job) bool {
 	x, y := *a, *b
 	x.Since, y.Since = time.Time{}, time.Time{}
+	x.Resumed, y.Resumed = time.Time{}, time.Time{}
 	if reflect.DeepEqual(x, y) {
 		return true
 	}
 	return bytes.Equal(specOf(a), specOf(b))
 }
 
-// specOf is a job's definition without Since, in the encoding it is stored
+// specOf is a job's definition without Since and Resumed, in the encoding it is stored
 // in, so that nil and empty maps (both omitted) compare equal as they would
 // after a round trip through etcd. Job has only JSON-encodable fields, so
 // Marshal cannot fail; a failure would make every such job "changed",
 // which is the safe direction.
 func specOf(j *config.Job) []byte {
 	c := *j
-	c.Since = time.Time{}
+	c.Since, c.Resumed = time.Time{}, time.Time{}
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return []byte(err.Error())

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 // ticksPerScan is the page size of the keys-only scan of ticks/.
@@ -16,8 +15,8 @@ const ticksPerScan = 10000
 
 // collect runs after a successful flip to version (at revision flipRev):
 // it deletes every lower version, then the checkpoint records of the jobs
-// that are no longer in next.
-func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, removed []string, opts ApplyOptions) error {
+// that are no longer in next, found by a keys-only scan of ticks/.
+func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, opts ApplyOptions) error {
 	// Versions are zero-padded, so one range covers every lower one: the
 	// superseded sets and the orphans of failed or crashed applies, none of
 	// which can ever become current (doc.go). Readers of an old version read
@@ -25,17 +24,12 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 	if _, err := cli.Delete(ctx, ks.JobSets(), clientv3.WithRange(ks.JobSet(version))); err != nil {
 		return fmt.Errorf("jobstore: delete versions below %d: %w", version, err)
 	}
-	var keys []string
-	if opts.Shards > 0 {
-		// The scheduler's own mapping, so the keys are the ones it writes.
-		for _, name := range removed {
-			keys = append(keys, ks.Tick(scheduler.ShardOf(name, opts.Shards), name))
-		}
-	} else {
-		var err error
-		if keys, err = strayTicks(ctx, cli, ks, next); err != nil {
-			return err
-		}
+	// Always a scan, never by the names this apply removed: a lagging
+	// owner may have re-created the record of a job an earlier apply
+	// removed, and the next apply, whatever its diff, must collect it.
+	keys, err := strayTicks(ctx, cli, ks, next)
+	if err != nil {
+		return err
 	}
 	return deleteTicks(ctx, cli, ks, flipRev, keys, opts)
 }

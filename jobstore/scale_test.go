@@ -120,7 +120,7 @@ func TestApplyAtScaleReadersSeeWholeVersions(t *testing.T) {
 	for i, js := range [][]config.Job{set1, set2, set3} {
 		before := dbSize(t, cli)
 		start := time.Now()
-		res := mustApply(t, cli, ks, js, ApplyOptions{Shards: 1024})
+		res := mustApply(t, cli, ks, js, ApplyOptions{})
 		took := time.Since(start)
 		after := dbSize(t, cli)
 		t.Logf("apply %d: %d jobs in %v: version %d, %d chunks, %d stored bytes; etcd db %d -> %d bytes (+%d); diff: %d added, %d changed, %d removed",
@@ -129,7 +129,7 @@ func TestApplyAtScaleReadersSeeWholeVersions(t *testing.T) {
 		applied[res.Version] = quickPrint(js)
 		last = res.Version
 	}
-	if d := mustApply(t, cli, ks, set3, ApplyOptions{Shards: 1024}); d.Applied {
+	if d := mustApply(t, cli, ks, set3, ApplyOptions{}); d.Applied {
 		t.Fatalf("re-applying the same %d jobs wrote a new version", len(set3))
 	}
 	wantVersions(t, cli, ks, last)

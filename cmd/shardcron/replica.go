@@ -148,7 +148,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	})
 	reg.MustRegister(drift)
 	if cfg.Jobs != nil {
-		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Shards: meta.Shards, Logger: log})
+		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Logger: log})
 		switch {
 		case err != nil:
 			return fmt.Errorf("--jobs bootstrap: %w", err)
