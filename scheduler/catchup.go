@@ -34,9 +34,11 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	if job.Suspend {
 		return // fire nothing now
 	}
+	// No tick at or before Since (the job did not exist) or Resumed (the
+	// job was suspended) ever runs.
 	base := rec.committed.LastClaimed
-	if job.Since.After(base) {
-		base = job.Since
+	if nb := job.NotBefore(); nb.After(base) {
+		base = nb
 	}
 	if base.IsZero() {
 		return // never claimed and no since: the job starts now
@@ -101,7 +103,7 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 		s.skip(rec, skipped)
 	}
 	for _, t := range due {
-		s.enqueue(&waitTick{rec: rec, tick: t})
+		s.enqueue(&waitTick{rec: rec, tick: t, caughtUp: true})
 	}
 	if len(due) > 0 || skipped.Count > 0 {
 		s.log.Info("catch-up", append(rec.logArgs(), "run", len(due), "skipped", skipped.Count, "since", base)...)
@@ -142,8 +144,14 @@ func (s *Scheduler) installJobs(now time.Time) {
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec.e != e || rec.removed:
+				// A job resumed a moment ago fires the ticks since its
+				// resume: this owner heard of it late, not the job.
+				from := now
+				if rec.e.job.Suspend && !e.job.Suspend && e.job.Resumed.Before(now) {
+					from = e.job.Resumed
+				}
 				rec.e, rec.removed = e, false
-				s.arm(rec, now)
+				s.arm(rec, from)
 			}
 		}
 		for _, rec := range fresh {
@@ -156,6 +164,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				for r := range rec.runs {
 					r.cancel(errJobRemoved)
 				}
+				s.dirty[rec] = struct{}{} // its record is deleted once no run is left
 				s.log.Info("job removed: stopped", rec.logArgs()...)
 			}
 		}

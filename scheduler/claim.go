@@ -22,6 +22,9 @@ type waitTick struct {
 	rec   *jobRec
 	tick  time.Time
 	rerun bool // an interrupted tick of an older token
+	// caughtUp: a missed tick that catch-up decided to run. Such ticks run
+	// one after another, in order; forbid never skips them.
+	caughtUp bool
 }
 
 func (s *Scheduler) enqueue(w *waitTick) {
@@ -69,8 +72,18 @@ func (s *Scheduler) dispatch(now time.Time) {
 		if rec.active > 0 && !w.rerun {
 			switch job.Concurrency {
 			case config.ConcurrencyForbid:
-				s.skip(rec, Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
-					Detail: "concurrency forbid: previous run still active"})
+				// Forbid skips an ordinary tick only when a run that is
+				// still going had started by the tick. A claim whose
+				// outcome is not back yet is no run: the tick waits behind
+				// it (late, not lost), and so do caught-up ticks behind a
+				// run.
+				if rec.runningAt(w.tick) && !w.caughtUp {
+					s.skip(rec, Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
+						Detail: "concurrency forbid: previous run still active"})
+					continue
+				}
+				blocked[rec] = true
+				kept = append(kept, w)
 				continue
 			case config.ConcurrencyReplace:
 				if !rec.replacing {
@@ -168,6 +181,15 @@ func (s *Scheduler) flush() {
 			continue
 		}
 		delete(s.dirty, rec)
+		if rec.removed && rec.active == 0 {
+			// A removed job's record goes with it, under the fence, once
+			// its last run has ended (its completion needs no record).
+			rec.queued = nil
+			if rec.rev != 0 {
+				batch = append(batch, s.pending(rec, nil, Record{}, nil))
+			}
+			continue
+		}
 		if len(rec.queued) == 0 {
 			continue
 		}
@@ -181,12 +203,7 @@ func (s *Scheduler) flush() {
 			rec.parked = true
 			continue
 		}
-		pw := &pendingWrite{rec: rec, ops: ops, want: want, w: Write{
-			Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Value: val, Rev: rec.rev,
-		}}
-		pw.sent = true
-		rec.writing = pw
-		batch = append(batch, pw)
+		batch = append(batch, s.pending(rec, ops, want, val))
 	}
 	if len(batch) == 0 {
 		return
@@ -208,6 +225,15 @@ func (s *Scheduler) flush() {
 		go s.commit(s.ctx, batch[:n:n])
 		batch = batch[n:]
 	}
+}
+
+// pending makes the write of val (nil: delete) in flight for rec.
+func (s *Scheduler) pending(rec *jobRec, ops []op, want Record, val []byte) *pendingWrite {
+	pw := &pendingWrite{rec: rec, ops: ops, want: want, sent: true, w: Write{
+		Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Value: val, Rev: rec.rev,
+	}}
+	rec.writing = pw
+	return pw
 }
 
 // commit runs one Commit call off Run's goroutine. Each write's shard is
@@ -259,7 +285,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 					s.dropClaims(rec, []op{o})
 				}
 			}
-			if len(rec.queued) > 0 {
+			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
 				s.dirty[rec] = struct{}{}
 			}
 			s.checkIdle(sh)

@@ -96,6 +96,11 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 			out[i].Err = fmt.Errorf("job %s: %w", w.Job, ErrStale)
 			continue
 		}
+		if w.Value == nil {
+			delete(f.recs, recKey(w.Shard, w.Job))
+			f.rev++
+			continue
+		}
 		claims += f.newFlights(w)
 		out[i].Rev = f.apply(w)
 	}
@@ -185,6 +190,13 @@ func (f *fakeStore) record(shard int, job string) Record {
 		f.t.Fatal(err)
 	}
 	return r
+}
+
+func (f *fakeStore) exists(shard int, job string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.recs[recKey(shard, job)]
+	return ok
 }
 
 func (f *fakeStore) counts() (commits, writes, claimCommits int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -276,8 +277,16 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 				stop = w.tick.Add(-time.Nanosecond)
 			}
 		}
+		// So do the claims queued, in flight or awaiting a retry: if such a
+		// write lands, the successor re-runs its tick from the record; if
+		// it fails (stale, unknown), the tick is a handoff tick there.
+		// Either way it runs once.
 		for _, rec := range sh.jobs {
-			for _, o := range rec.queued {
+			ops := rec.queued
+			if rec.writing != nil {
+				ops = append(slices.Clip(rec.writing.ops), ops...)
+			}
+			for _, o := range ops {
 				if o.kind == opClaim && !o.rerun && !o.tick.After(stop) {
 					stop = o.tick.Add(-time.Nanosecond)
 				}

@@ -8,12 +8,13 @@ import (
 
 // run is one tick being run by this node.
 type run struct {
-	rec    *jobRec
-	sh     *ownedShard
-	tick   time.Time
-	rerun  bool
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	rec     *jobRec
+	sh      *ownedShard
+	tick    time.Time
+	rerun   bool
+	started time.Time // when the claim landed and the run began
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 }
 
 type runDone struct {
@@ -28,7 +29,7 @@ type runDone struct {
 // shard's context (so a loss cancels it with the loss's cause).
 func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
-	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, ctx: ctx, cancel: cancel}
+	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, started: now, ctx: ctx, cancel: cancel}
 	rec.runs[r] = struct{}{}
 	rec.sh.runs++
 	if rerun {
@@ -46,6 +47,17 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.T
 		Rerun:    rerun,
 		Deadline: runDeadline{rec.sh.g},
 	})
+}
+
+// runningAt reports whether a run of the job that is still going had
+// started by t.
+func (rec *jobRec) runningAt(t time.Time) bool {
+	for r := range rec.runs {
+		if !r.started.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // runDeadline is the Deadline a run carries: the session's safe deadline,

@@ -1,0 +1,233 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// Suspended at 20 s, resumed at 80 s, owner lost right after the resume and
+// before the first tick after it is claimed: the successor runs no tick
+// that came due while the job was suspended, and does run the first tick
+// after the resume, unmarked.
+func TestResumeThenOwnerChangeRunsNoSuspendedTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "sweep", "*/15 * * * * *")
+		j.Since = t0
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		setBoth := func(v int64, j config.Job) {
+			for _, h := range []*harness{h1, h2} {
+				h.s.SetJobs(config.JobSet{Version: v, Jobs: []config.Job{j}})
+			}
+		}
+		g1, lose1 := h1.grant(2, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(20 * time.Second))
+		j.Suspend = true
+		setBoth(2, j)
+		sleepUntil(t0.Add(80 * time.Second)) // 30, 45, 60, 75 come due suspended
+		j.Suspend, j.Resumed = false, t0.Add(80*time.Second)
+		setBoth(3, j)
+		sleepUntil(t0.Add(81 * time.Second))
+		lose1(ErrShardLost)
+		sleepUntil(t0.Add(95 * time.Second))
+		g2, _ := h2.grant(2, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(106 * time.Second))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h1.runner.all())); !slices.Equal(got, []int{15}) {
+			t.Errorf("first owner ran %v, want [15]", got)
+		}
+		runs := h2.runner.all()
+		if got := secondsFrom(t0, ticksOf(runs)); !slices.Equal(got, []int{90, 105}) {
+			t.Errorf("successor ran %v, want [90 105]: nothing from the suspended stretch", got)
+		}
+		for _, r := range runs {
+			if r.Rerun {
+				t.Errorf("tick %v marked a re-run", r.Tick)
+			}
+		}
+	})
+}
+
+// A live owner that hears of a resume late still runs the ticks since it.
+func TestResumeHeardLateRunsTicksSinceResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "late", "* * * * * *")
+		j.Since, j.Suspend = t0, true
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(10*time.Second + 500*time.Millisecond))
+		j.Suspend, j.Resumed = false, t0.Add(8*time.Second+500*time.Millisecond)
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{j}})
+		sleepUntil(t0.Add(12*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h.runner.all())); !slices.Equal(got, []int{9, 10, 11, 12}) {
+			t.Errorf("ran %v, want [9 10 11 12]", got)
+		}
+	})
+}
+
+// forbid, the default: while a claim's write is slow (etcd slowness), the
+// ticks that come due behind it wait and then run; none is skipped, since
+// no run was running when they came due.
+func TestForbidWaitsBehindPendingClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "slow-etcd", "* * * * * *")
+		j.Concurrency = config.ConcurrencyForbid
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		var once sync.Once
+		h.store.afterCommit = func() { once.Do(func() { time.Sleep(2500 * time.Millisecond) }) }
+		g, _ := h.grant(3, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h.runner.all())); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("ran %v, want every tick 1..8", got)
+		}
+		if rec := h.store.record(3, j.Name); rec.Skipped != 0 {
+			t.Errorf("skipped %d ticks behind a pending claim", rec.Skipped)
+		}
+	})
+}
+
+// forbid still skips a tick that comes due while a run is running.
+func TestForbidSkipsTickDueWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "long", "* * * * * *")
+		j.Concurrency = config.ConcurrencyForbid
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(2500 * time.Millisecond)
+		g, _ := h.grant(3, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(6*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h.runner.all())); !slices.Equal(got, []int{1, 4}) {
+			t.Errorf("completed %v, want [1 4]", got)
+		}
+		if rec := h.store.record(3, j.Name); rec.Skipped != 4 {
+			t.Errorf("skipped %d, want 4 (2, 3, 5, 6)", rec.Skipped)
+		}
+	})
+}
+
+// run_all with forbid after an outage: every missed tick runs, one after
+// another, in order; forbid skips none of them.
+func TestRunAllForbidCatchUpRunsEveryTickInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(4, "catch", "* * * * * *")
+		j.Concurrency = config.ConcurrencyForbid
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(300 * time.Millisecond)
+		h.store.put(4, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-10 * time.Second)})
+		g, _ := h.grant(4, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(500 * time.Millisecond))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		runs := h.runner.all()
+		var ticks []int
+		for i, r := range runs {
+			ticks = append(ticks, int(r.Tick.Sub(t0)/time.Second))
+			if i > 0 && r.start.Before(runs[i-1].end) {
+				t.Errorf("tick %v started before the previous run ended", r.Tick)
+			}
+		}
+		if want := []int{-9, -8, -7, -6, -5, -4, -3, -2, -1, 0}; len(ticks) < len(want) || !slices.Equal(ticks[:len(want)], want) {
+			t.Errorf("ran %v, want the missed ticks %v first, in order", ticks, want)
+		}
+		if p := h.runner.peak.Load(); p != 1 {
+			t.Errorf("peak %d runs at once under forbid", p)
+		}
+	})
+}
+
+// A drain while a claim's write is in flight: that write then fails as
+// stale, and the tick is handed to the successor, which runs it once even
+// though the job's misfire policy is skip.
+func TestDrainHandsOffClaimInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(6, "inflight", "* * * * * *")
+		j.Misfire = config.MisfireSkip
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		h1.store.latency = 500 * time.Millisecond
+		victim := t0.Add(5 * time.Second)
+		h1.store.inject = func(w Write) (error, bool) {
+			if r, err := DecodeRecord(w.Value); err == nil && w.Token == 9 && slices.ContainsFunc(r.InFlight, func(f Flight) bool {
+				return f.Tick.Equal(victim) && f.Token == 9
+			}) {
+				return ErrStale, false
+			}
+			return nil, false
+		}
+		g1, _ := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(victim.Add(200 * time.Millisecond)) // its claim is in flight
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped := h1.s.Drain(ctx, 6)
+		if !stopped.Before(victim) {
+			t.Errorf("stopped_at %v is not before the tick %v whose claim was in flight", stopped, victim)
+		}
+		h1.store.inject, h1.store.latency = nil, 0
+		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		all := append(ticksOf(h1.runner.all()), ticksOf(h2.runner.all())...)
+		slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+		if got := secondsFrom(t0, all); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("ticks run %v, want each of 0..8 once", got)
+		}
+	})
+}
+
+// A removed job's record is deleted by its owner, under the fence, once its
+// last run has ended.
+func TestRemovedJobRecordDeletedByOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(5, "gone", "* * * * * *")
+		k := jobIn(5, "kept", "* * * * * *")
+		h := newHarness(t, nil, j, k)
+		defer h.stop()
+		h.runner.behave = work(1500 * time.Millisecond)
+		g, _ := h.grant(5, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(3*time.Second + 500*time.Millisecond))
+		if !h.store.exists(5, j.Name) {
+			t.Fatal("no record written for the job")
+		}
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{k}})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if h.store.exists(5, j.Name) {
+			t.Errorf("the removed job's record is still there: %+v", h.store.record(5, j.Name))
+		}
+		if !h.store.exists(5, k.Name) {
+			t.Error("the kept job's record is gone")
+		}
+	})
+}
