@@ -23,7 +23,7 @@ func BenchmarkAcquireRelease1024(b *testing.B) {
 			for b.Loop() {
 				t0 := time.Now()
 				for i := range rs {
-					tok, err := s.Acquire(ctx, i, "bench")
+					tok, _, err := s.Acquire(ctx, i, "bench")
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -67,7 +67,7 @@ func TestDeadlinePassesBeforeExpiryBlackholed(t *testing.T) {
 	r.hook(h)
 	s := newSession(t, cli, cfg)
 	ctx := tctx(t)
-	tok, err := s.Acquire(ctx, 7, "node-a")
+	tok, _, err := s.Acquire(ctx, 7, "node-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestDeadlinePassesBeforeExpiryBlackholed(t *testing.T) {
 	}
 	// The partition heals: the session stays lost, and refuses to act.
 	proxy.Restore()
-	if _, err := s.Acquire(ctx, 8, "node-a"); !errors.Is(err, ErrLost) {
+	if _, _, err := s.Acquire(ctx, 8, "node-a"); !errors.Is(err, ErrLost) {
 		t.Fatalf("Acquire on a lost session: %v, want ErrLost", err)
 	}
 	if s.Valid() {
@@ -245,7 +245,7 @@ func TestCloseRevokesAndIsIdempotent(t *testing.T) {
 	cfg, _ := testCfg(2 * time.Second)
 	s := newSession(t, cli, cfg)
 	ctx := tctx(t)
-	if _, err := s.Acquire(ctx, 1, "n"); err != nil {
+	if _, _, err := s.Acquire(ctx, 1, "n"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -259,7 +259,7 @@ func TestCloseRevokesAndIsIdempotent(t *testing.T) {
 	if resp, err := cli.Get(ctx, ks.Shard(1)); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("shard key survived revocation: %v %v", resp, err)
 	}
-	if _, err := s.Acquire(ctx, 2, "n"); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Acquire(ctx, 2, "n"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Release is one shard to release: its token and when its owner stopped
-// firing it (the successor runs every tick due since then).
+// firing it (the successor runs every tick due since then). A zero
+// StoppedAt writes no marker: the release hands over no window.
 type Release struct {
 	Token     Token
 	StoppedAt time.Time
@@ -44,26 +45,62 @@ func (s *Session) Create(ctx context.Context, key, value string) (int64, error) 
 // exist. The returned token's generation is the key's CreateRevision. It
 // returns ErrHeld if the key exists, and refuses (ErrLost, ErrClosed) when
 // the session is not valid.
-func (s *Session) Acquire(ctx context.Context, shard int, value string) (Token, error) {
+//
+// The same transaction reads and deletes the shard's _released marker: a
+// marker speaks only for the ownership it ended, so only the first
+// acquisition after a release gets it (nil when there is none). A marker
+// that does not parse (or is in a newer format) is consumed all the same
+// and reported as the error of an otherwise successful acquisition: the
+// token is valid and the caller holds the shard.
+func (s *Session) Acquire(ctx context.Context, shard int, value string) (Token, *Marker, error) {
 	if shard < 0 || shard >= keyspace.MaxShards {
-		return Token{}, fmt.Errorf("%w: shard %d out of range", ErrInvalid, shard)
+		return Token{}, nil, fmt.Errorf("%w: shard %d out of range", ErrInvalid, shard)
 	}
 	if !s.Valid() {
-		return Token{}, s.refuse(fmt.Sprintf("acquire shard %d", shard))
+		return Token{}, nil, s.refuse(fmt.Sprintf("acquire shard %d", shard))
 	}
-	key := s.ks.Shard(shard)
+	key, marker := s.ks.Shard(shard), s.ks.Released(shard)
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, value, clientv3.WithLease(s.id))).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(s.id)),
+			clientv3.OpDelete(marker, clientv3.WithPrevKV())).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return Token{}, fmt.Errorf("lease: acquire shard %d: %w", shard, s.checkGone(err))
+		return Token{}, nil, fmt.Errorf("lease: acquire shard %d: %w", shard, s.checkGone(err))
 	}
 	if !resp.Succeeded {
-		return Token{}, fmt.Errorf("%w: shard %d%s", ErrHeld, shard, holder(resp))
+		return Token{}, nil, fmt.Errorf("%w: shard %d%s", ErrHeld, shard, holder(resp))
 	}
-	return Token{Shard: shard, Generation: resp.Header.Revision}, nil
+	tok := Token{Shard: shard, Generation: resp.Header.Revision}
+	prev := resp.Responses[1].GetResponseDeleteRange().GetPrevKvs()
+	if len(prev) == 0 {
+		return tok, nil, nil
+	}
+	m, err := ParseMarker(prev[0].Value)
+	if err != nil {
+		return tok, nil, fmt.Errorf("shard %d acquired, its release marker consumed: %w", shard, err)
+	}
+	return tok, &m, nil
+}
+
+// MarkerBefore reads the _released marker of tok's shard as it was just
+// before tok's acquisition, which consumed it: for an acquisition whose
+// outcome was unknown and is confirmed later. Nil when there was none; an
+// error when etcd has compacted that revision away.
+func (s *Session) MarkerBefore(ctx context.Context, tok Token) (*Marker, error) {
+	resp, err := s.cli.Get(ctx, s.ks.Released(tok.Shard), clientv3.WithRev(tok.Generation-1))
+	if err != nil {
+		return nil, fmt.Errorf("lease: read the release marker of shard %d before token %d: %w", tok.Shard, tok.Generation, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	m, err := ParseMarker(resp.Kvs[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: %w", tok.Shard, err)
+	}
+	return &m, nil
 }
 
 // holder describes the key an Else branch read, for error messages.
@@ -120,11 +157,12 @@ func (s *Session) Release(ctx context.Context, rs []Release) ([]error, error) {
 		reads := make([]clientv3.Op, 0, len(batch))
 		for _, i := range batch {
 			r := rs[i]
-			m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation}
 			cmps = append(cmps, Guard(s.ks, r.Token))
-			ops = append(ops,
-				clientv3.OpDelete(s.ks.Shard(r.Token.Shard)),
-				clientv3.OpPut(s.ks.Released(r.Token.Shard), string(m.Encode())))
+			ops = append(ops, clientv3.OpDelete(s.ks.Shard(r.Token.Shard)))
+			if !r.StoppedAt.IsZero() {
+				m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation}
+				ops = append(ops, clientv3.OpPut(s.ks.Released(r.Token.Shard), string(m.Encode())))
+			}
 			reads = append(reads, clientv3.OpGet(s.ks.Shard(r.Token.Shard), clientv3.WithKeysOnly()))
 		}
 		s.hooks().txn()

@@ -26,7 +26,7 @@ func TestGenerationsStrictlyIncreaseAcrossOwners(t *testing.T) {
 	var last int64
 	for round := 0; round < 20; round++ {
 		owner := sessions[round%len(sessions)]
-		tok, err := owner.Acquire(ctx, shard, "owner")
+		tok, _, err := owner.Acquire(ctx, shard, "owner")
 		if err != nil {
 			t.Fatalf("round %d: acquire: %v", round, err)
 		}
@@ -36,7 +36,7 @@ func TestGenerationsStrictlyIncreaseAcrossOwners(t *testing.T) {
 		last = tok.Generation
 		// While held, nobody else (not even the owner again) acquires it.
 		for _, other := range sessions {
-			if _, err := other.Acquire(ctx, shard, "other"); !errors.Is(err, ErrHeld) {
+			if _, _, err := other.Acquire(ctx, shard, "other"); !errors.Is(err, ErrHeld) {
 				t.Fatalf("round %d: acquire of a held shard: %v, want ErrHeld", round, err)
 			}
 		}
@@ -52,12 +52,12 @@ func TestGenerationsStrictlyIncreaseAcrossOwners(t *testing.T) {
 	}
 	// An owner whose lease goes away (closed here) also yields a larger
 	// generation to the next.
-	tok, err := sessions[0].Acquire(ctx, shard, "owner")
+	tok, _, err := sessions[0].Acquire(ctx, shard, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sessions[0].Close()
-	next, err := sessions[1].Acquire(ctx, shard, "next")
+	next, _, err := sessions[1].Acquire(ctx, shard, "next")
 	if err != nil || next.Generation <= tok.Generation {
 		t.Fatalf("after the owner's lease ended: %v %v (old %d)", next, err, tok.Generation)
 	}
@@ -93,7 +93,7 @@ func acquireAll(t testing.TB, s *Session, n int) []Release {
 	stopped := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	rs := make([]Release, n)
 	for i := range rs {
-		tok, err := s.Acquire(ctx, i, "node")
+		tok, _, err := s.Acquire(ctx, i, "node")
 		if err != nil {
 			t.Fatalf("acquire %d: %v", i, err)
 		}
@@ -171,7 +171,7 @@ func TestReleaseReportsEachShardNotHeld(t *testing.T) {
 	}
 	taken := map[int]Token{}
 	for _, sh := range []int{64, 199} {
-		tok, err := other.Acquire(ctx, sh, "other")
+		tok, _, err := other.Acquire(ctx, sh, "other")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestAcquireRefusesWhenLost(t *testing.T) {
 	s := newSession(t, cli, cfg)
 	skew.Store(int64(time.Hour))
 	ctx := tctx(t)
-	if _, err := s.Acquire(ctx, 1, "x"); !errors.Is(err, ErrLost) {
+	if _, _, err := s.Acquire(ctx, 1, "x"); !errors.Is(err, ErrLost) {
 		t.Fatalf("Acquire: %v, want ErrLost", err)
 	}
 	if _, err := s.Create(ctx, "k", "x"); !errors.Is(err, ErrLost) {

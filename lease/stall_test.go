@@ -21,7 +21,7 @@ func TestEtcdStallLongerThanTheTTL(t *testing.T) {
 	cfg, _ := testCfg(3 * time.Second)
 	s := newSession(t, cli, cfg)
 	ctx := tctx(t)
-	tok, err := s.Acquire(ctx, 0, "stalled")
+	tok, _, err := s.Acquire(ctx, 0, "stalled")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestEtcdStallLongerThanTheTTL(t *testing.T) {
 		return err == nil && !resp.Succeeded
 	})
 	next := newSession(t, cli, cfg)
-	tok2, err := next.Acquire(ctx, 0, "next")
+	tok2, _, err := next.Acquire(ctx, 0, "next")
 	if err != nil || tok2.Generation <= tok.Generation {
 		t.Fatalf("successor: %v %v (old generation %d)", tok2, err, tok.Generation)
 	}

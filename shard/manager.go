@@ -72,6 +72,9 @@ type holding struct {
 	// orphanOf is set when the shard was taken as an orphan: the desired
 	// owner that left it free.
 	orphanOf memberRef
+	// marker is the release marker this acquisition consumed: the window
+	// the previous ownership handed over; nil if none.
+	marker *lease.Marker
 	// Loop-owned fields below.
 	phase     phase
 	stoppedAt time.Time

@@ -65,8 +65,13 @@ func (l *loop) reconcile(now time.Time) {
 			}
 			if desired := a.Owner(s); l.stopping || (desired != "" && desired != me && !l.keepOrphan(h, desired)) {
 				if h.phase == ungranted {
+					// It ran nothing: hand on exactly the window it was
+					// handed (none when it got no marker).
 					h.cancel(scheduler.ErrShardLost)
-					h.stoppedAt = h.since
+					h.stoppedAt = time.Time{}
+					if h.marker != nil {
+						h.stoppedAt = h.marker.StoppedAt
+					}
 					h.phase = releasing
 					release = append(release, h)
 				} else {
@@ -301,13 +306,18 @@ func (l *loop) acquire(s int, orphanOf memberRef) {
 	ctx := l.sess.Context()
 	actx, cancel := context.WithTimeout(ctx, l.sess.TTL()/3)
 	acquired := time.Now().UTC()
-	tok, err := l.sess.Acquire(actx, s, encode(OwnerInfo{Node: l.m.cfg.Node, Acquired: acquired}))
+	tok, marker, err := l.sess.Acquire(actx, s, encode(OwnerInfo{Node: l.m.cfg.Node, Acquired: acquired}))
 	cancel()
-	if err != nil {
+	if err != nil && tok.Generation == 0 {
 		l.send(acquireDone{shard: s, err: err})
 		return
 	}
-	l.grant(s, tok, acquired, orphanOf)
+	if err != nil {
+		// Held, but the marker it consumed is unreadable: the ticks since
+		// that release follow the misfire policy.
+		l.m.log.Error("release marker unreadable; handoff window lost", "shard", s, "token", tok.Generation, "err", err)
+	}
+	l.grant(s, tok, marker, acquired, orphanOf)
 }
 
 // adopt resolves an acquisition whose outcome was unknown: the view shows
@@ -323,14 +333,22 @@ func (l *loop) adopt(s int, sv shardView) {
 		return
 	}
 	l.m.log.Info("acquisition confirmed after an unknown outcome", "shard", s, "token", sv.token)
-	l.grant(s, lease.Token{Shard: s, Generation: sv.token}, sv.owner.Acquired, memberRef{})
+	tok := lease.Token{Shard: s, Generation: sv.token}
+	// The acquisition consumed the shard's release marker; read what it was.
+	ctx, cancel = context.WithTimeout(l.sess.Context(), l.sess.TTL()/3)
+	marker, err := l.sess.MarkerBefore(ctx, tok)
+	cancel()
+	if err != nil {
+		l.m.log.Error("release marker unreadable; handoff window lost", "shard", s, "token", sv.token, "err", err)
+	}
+	l.grant(s, tok, marker, sv.owner.Acquired, memberRef{})
 }
 
 // grant reads the checkpoint of a shard this session acquired and hands
 // the shard to the Handler.
-func (l *loop) grant(s int, tok lease.Token, acquired time.Time, orphanOf memberRef) {
+func (l *loop) grant(s int, tok lease.Token, marker *lease.Marker, acquired time.Time, orphanOf memberRef) {
 	ctx := l.sess.Context()
-	h := &holding{tok: tok, since: acquired, orphanOf: orphanOf}
+	h := &holding{tok: tok, since: acquired, orphanOf: orphanOf, marker: marker}
 	h.lost, h.cancel = context.WithCancelCause(l.lostCtx)
 	t0 := time.Now()
 	cp, err := l.checkpoint(ctx, s)
@@ -352,6 +370,9 @@ func (l *loop) grant(s int, tok lease.Token, acquired time.Time, orphanOf member
 		return
 	}
 	l.m.log.Debug("acquired", "shard", s, "token", tok.Generation)
+	if marker != nil {
+		cp.Released = &scheduler.Released{StoppedAt: marker.StoppedAt, Token: marker.Generation}
+	}
 	l.m.h.Acquired(scheduler.Grant{Shard: s, Token: tok.Generation, Lost: h.lost, Deadline: l.sess, Checkpoint: cp})
 	l.send(acquireDone{shard: s, h: h})
 }

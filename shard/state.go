@@ -9,7 +9,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -141,11 +140,8 @@ func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoi
 	for _, kv := range resp.Kvs {
 		key := string(kv.Key)
 		if key == released {
-			mk, err := lease.ParseMarker(kv.Value)
-			if err != nil {
-				return scheduler.Checkpoint{}, fmt.Errorf("shard %d: %w", s, err)
-			}
-			cp.Released = &scheduler.Released{StoppedAt: mk.StoppedAt, Token: mk.Generation}
+			// The acquisition consumed the marker meant for it
+			// (lease.Acquire); one read here is not this ownership's.
 			continue
 		}
 		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
