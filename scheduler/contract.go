@@ -173,6 +173,30 @@ type Runner interface {
 	Run(ctx context.Context, r Run) Result
 }
 
+// HistoryWrite is new run history of one job: entries to append, oldest
+// first, under the shard's fence.
+type HistoryWrite struct {
+	Shard   int
+	Token   int64
+	Job     string
+	Entries []Entry
+}
+
+// History keeps run history off the per-fire write path (DESIGN.md "What a
+// fire costs etcd"): the scheduler hands it the entries of many runs at
+// once, every few seconds, and it stores them so that they survive their
+// owner. Implemented by the shard package. Optional: a Store that also
+// implements History receives the scheduler's history.
+type History interface {
+	// AppendHistory appends each write's entries to its job's history and
+	// keeps at least the newest keep entries of each job (older ones may be
+	// deleted). Writes are fenced like Commit's (a write whose shard's token
+	// no longer holds is refused). It returns one error per write, in
+	// order: nil, or wrapping ErrShardLost, ErrUnknown. Safe for concurrent
+	// use.
+	AppendHistory(ctx context.Context, keep int, writes []HistoryWrite) []error
+}
+
 // Loader is an optional extension of Store. When the Store implements it,
 // the scheduler re-reads a record whose write failed with ErrStale (most
 // often its own earlier write whose outcome was unknown landed) and goes on
