@@ -168,30 +168,40 @@ func TestDrainHandsOffClaimInFlight(t *testing.T) {
 		sleepUntil(t0.Add(-time.Second))
 		j := jobIn(6, "inflight", "* * * * * *")
 		j.Misfire = config.MisfireSkip
-		h1 := newHarness(t, nil, j)
+		fs := newFakeStore(t)
+		h1 := newHarnessWith(t, fs, loaderStore{fs}, nil, j)
 		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		h2 := newHarnessWith(t, fs, nil, nil, j)
 		defer h2.stop()
-		h1.store.latency = 500 * time.Millisecond
 		victim := t0.Add(5 * time.Second)
-		h1.store.inject = func(w Write) (error, bool) {
-			if r, err := DecodeRecord(w.Value); err == nil && w.Token == 9 && slices.ContainsFunc(r.InFlight, func(f Flight) bool {
-				return f.Tick.Equal(victim) && f.Token == 9
-			}) {
-				return ErrStale, false
+		claims := func(w Write) bool {
+			r, err := DecodeRecord(w.Value)
+			return err == nil && w.Token == 9 && slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(victim) })
+		}
+		var once sync.Once
+		fs.delay = func(ws []Write) time.Duration {
+			if slices.ContainsFunc(ws, claims) {
+				return 1200 * time.Millisecond // still in flight at the drain
 			}
-			return nil, false
+			return 0
+		}
+		fs.inject = func(w Write) (error, bool) {
+			var err error
+			if claims(w) {
+				once.Do(func() { err = ErrStale })
+			}
+			return err, false
 		}
 		g1, _ := h1.grant(6, 9, nil)
 		h1.s.Acquired(g1)
-		sleepUntil(victim.Add(200 * time.Millisecond)) // its claim is in flight
+		sleepUntil(victim.Add(200 * time.Millisecond))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		stopped := h1.s.Drain(ctx, 6)
 		if !stopped.Before(victim) {
 			t.Errorf("stopped_at %v is not before the tick %v whose claim was in flight", stopped, victim)
 		}
-		h1.store.inject, h1.store.latency = nil, 0
+		fs.inject, fs.delay = nil, nil
 		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
 		h2.s.Acquired(g2)
 		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))

@@ -4,33 +4,58 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/schedule"
 )
 
-// maxCatchUpTicks bounds the ticks one job's catch-up walks through, so a
-// job down for a year with a one-second schedule cannot stall Run.
-const maxCatchUpTicks = 1 << 20
+// MaxCatchUpRuns bounds the missed ticks one job's catch-up runs (misfire
+// run_all, and the ticks of a handoff): past it the rest are recorded as
+// skipped, logged and counted. A job down for an hour with a per-second
+// schedule runs the first 1,000 it missed, not 3,600.
+const MaxCatchUpRuns = 1000
+
+// countWalk bounds the ticks walked to count a skipped range; a longer
+// range is counted by extrapolation (the count is then approximate).
+const countWalk = 1024
+
+// backlog is the rest of a job's catch-up, made one tick at a time, so a
+// long outage costs neither a walk over every missed tick nor the memory of
+// each: the ticks after from, up to end, at most left of them.
+type backlog struct {
+	from, end time.Time
+	left      int
+}
 
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
 // them (DESIGN.md "Catch-up"):
-//   - ticks in flight under an older token were interrupted: re-run them;
+//   - ticks in flight under an older token run again: as re-runs when
+//     their first run may have started, as ordinary runs when they were
+//     claimed ahead and handed over (after a release's stopped_at, or not
+//     yet due);
 //   - ticks after rel.StoppedAt (a graceful release) all run;
-//   - ticks after max(last claimed, since) and due by now follow the
-//     misfire policy, bounded by the starting deadline; the rest are
+//   - ticks after max(last claimed, since, resumed) and due by now follow
+//     the misfire policy, bounded by the starting deadline; the rest are
 //     recorded as skipped.
+//
+// skip and run_once find the latest missed tick directly; run_all runs at
+// most MaxCatchUpRuns, made one at a time.
 func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	if rec.parked {
 		return
 	}
-	job := rec.e.job
-	// Interrupted ticks wait, even while the job is suspended: dispatch
-	// keeps them until it fires again (suspension defers a re-run, it does
-	// not drop it for the rest of the generation).
 	for _, f := range rec.committed.InFlight {
-		if f.Token < rec.sh.g.Token {
-			s.enqueue(&waitTick{rec: rec, tick: f.Tick, rerun: true})
+		if f.Token >= rec.sh.g.Token {
+			continue
+		}
+		handed := f.Tick.After(now) || (rel != nil && f.Token == rel.Token && f.Tick.After(rel.StoppedAt))
+		w := &waitTick{rec: rec, tick: f.Tick, reclaim: true, rerun: !handed}
+		if f.Tick.After(now) {
+			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, tick: f.Tick, w: w})
+		} else {
+			s.enqueue(w)
 		}
 	}
+	job := rec.e.job
 	if job.Suspend {
 		return // fire nothing now
 	}
@@ -43,71 +68,147 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	if base.IsZero() {
 		return // never claimed and no since: the job starts now
 	}
-	misfireEnd := now
-	if rel != nil && rel.StoppedAt.Before(now) && !rel.StoppedAt.Before(base) {
-		misfireEnd = rel.StoppedAt
+	misfireEnd, end := now, now
+	if rel != nil && rel.StoppedAt.Before(now) {
+		misfireEnd = later(rel.StoppedAt, base) // after it, a handoff: not a misfire
 	}
-	handoff := rel != nil && rel.StoppedAt.Before(now)
+	// run_all walks on from where misfire stopped; the others walk only the
+	// handoff ticks after misfireEnd, if any.
+	from := s.misfire(rec, base, misfireEnd, now)
+	if job.Misfire != config.MisfireRunAll {
+		from = later(from, misfireEnd)
+	}
+	if from.Before(end) {
+		rec.backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
+		s.nextCaughtUp(rec)
+	}
+}
 
-	var due []time.Time
-	skipped := Entry{Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token}
-	skip := func(t time.Time) {
-		if skipped.Count == 0 {
-			skipped.First = t
-		}
-		skipped.Count++
-		skipped.Tick = t
+// misfire applies the misfire policy to the ticks in (base, end]: it
+// records skips and queues run_once's tick, and returns where run_all's
+// walk starts.
+func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
+	if !base.Before(end) {
+		return base
 	}
+	job, sched := rec.e.job, rec.e.sched
 	sd := job.StartingDeadline.D()
-	inDeadline := func(t time.Time) bool { return sd <= 0 || !now.After(t.Add(sd)) }
-	t := base
-	for n := 0; ; n++ {
-		if n == maxCatchUpTicks {
-			s.log.Warn("catch-up truncated: too many missed ticks", append(rec.logArgs(), "from", t)...)
-			break
+	detail := "misfire " + string(orDefault(job.Misfire)) + ": not run by any owner"
+	switch job.Misfire {
+	case config.MisfireRunAll:
+		if sd <= 0 || !now.Add(-sd).After(base) {
+			return base
 		}
-		t = rec.e.sched.Next(t)
-		if t.IsZero() || t.After(now) {
-			break
+		// Ticks past their starting deadline: skipped, in one entry.
+		cut := now.Add(-sd - time.Nanosecond)
+		if cut.After(end) {
+			cut = end
 		}
-		if handoff && t.After(rel.StoppedAt) {
-			due = append(due, t) // a handoff is not a misfire
-			continue
+		s.skipRange(rec, base, cut, detail)
+		return cut
+	case config.MisfireSkip:
+		s.skipRange(rec, base, end, detail)
+		return end
+	default: // run_once: the latest missed tick runs, if within its deadline
+		last := lastIn(sched, base, end)
+		if last.IsZero() {
+			return end
 		}
-		if t.After(misfireEnd) {
-			break
+		if sd > 0 && now.After(last.Add(sd)) {
+			s.skipRange(rec, base, end, detail)
+			return end
 		}
-		switch job.Misfire {
-		case config.MisfireSkip:
-			skip(t)
-		case config.MisfireRunAll:
-			if inDeadline(t) {
-				due = append(due, t)
-			} else {
-				skip(t)
+		s.skipRange(rec, base, last.Add(-time.Nanosecond), detail)
+		s.enqueue(&waitTick{rec: rec, tick: last, caughtUp: true})
+		s.log.Info("catch-up", append(rec.logArgs(), "run", 1, "since", base)...)
+		return end
+	}
+}
+
+// skipRange records the ticks in (lo, hi] as skipped, in one entry.
+func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
+	last := lastIn(rec.e.sched, lo, hi)
+	if last.IsZero() {
+		return
+	}
+	first := rec.e.sched.Next(lo)
+	n := countTicks(rec.e.sched, lo, last)
+	e := Entry{Tick: last, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail, Count: n}
+	if n > 1 {
+		e.First = first
+	}
+	s.skip(rec, e)
+}
+
+// nextCaughtUp puts the next tick of rec's backlog in line; past the cap,
+// it records the rest as skipped.
+func (s *Scheduler) nextCaughtUp(rec *jobRec) {
+	b := rec.backlog
+	if b == nil {
+		return
+	}
+	t := rec.e.sched.Next(b.from)
+	if t.IsZero() || t.After(b.end) || !rec.firing() {
+		rec.backlog = nil
+		return
+	}
+	if b.left == 0 {
+		rec.backlog = nil
+		s.log.Warn("catch-up capped: the rest of the missed ticks are skipped", append(rec.logArgs(), "cap", MaxCatchUpRuns, "from", t, "to", b.end)...)
+		s.skipRange(rec, b.from, b.end, "catch-up capped at MaxCatchUpRuns")
+		return
+	}
+	b.left--
+	b.from = t
+	s.enqueue(&waitTick{rec: rec, tick: t, caughtUp: true})
+}
+
+// lastIn returns the latest tick in (lo, hi], or zero: a backwards search
+// in doubling steps, so it costs O(log(hi-lo)) calls of Next plus the ticks
+// of its last step, not a walk over the whole range.
+func lastIn(sched schedule.Schedule, lo, hi time.Time) time.Time {
+	for step := time.Second; ; step *= 2 {
+		from := hi.Add(-step)
+		if !from.After(lo) {
+			from = lo
+		}
+		t := sched.Next(from)
+		if !t.IsZero() && !t.After(hi) {
+			for {
+				n := sched.Next(t)
+				if n.IsZero() || n.After(hi) {
+					return t
+				}
+				t = n
 			}
-		default: // run_once: the latest misfired tick runs
-			if len(due) > 0 {
-				skip(due[len(due)-1])
-				due = due[:0]
-			}
-			if inDeadline(t) {
-				due = append(due, t)
-			} else {
-				skip(t)
-			}
+		}
+		if from.Equal(lo) {
+			return time.Time{}
 		}
 	}
-	if skipped.Count > 0 {
-		skipped.Detail = "misfire " + string(orDefault(job.Misfire)) + ": not run by any owner"
-		s.skip(rec, skipped)
+}
+
+// countTicks counts the ticks in (lo, hi]: exactly up to countWalk of
+// them, by extrapolation beyond.
+func countTicks(sched schedule.Schedule, lo, hi time.Time) int64 {
+	t := lo
+	for n := int64(0); ; n++ {
+		next := sched.Next(t)
+		if next.IsZero() || next.After(hi) {
+			return n
+		}
+		if n == countWalk {
+			return int64(float64(n) * float64(hi.Sub(lo)) / float64(next.Sub(lo)))
+		}
+		t = next
 	}
-	for _, t := range due {
-		s.enqueue(&waitTick{rec: rec, tick: t, caughtUp: true})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	if len(due) > 0 || skipped.Count > 0 {
-		s.log.Info("catch-up", append(rec.logArgs(), "run", len(due), "skipped", skipped.Count, "since", base)...)
-	}
+	return b
 }
 
 func orDefault(m config.Misfire) config.Misfire {
@@ -147,11 +248,12 @@ func (s *Scheduler) installJobs(now time.Time) {
 				// A job resumed a moment ago fires the ticks since its
 				// resume: this owner heard of it late, not the job.
 				from := now
-				if rec.e.job.Suspend && !e.job.Suspend && e.job.Resumed.Before(now) {
+				if rec.e.job.Suspend && !e.job.Suspend && !e.job.Resumed.IsZero() && e.job.Resumed.Before(now) {
 					from = e.job.Resumed
 				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
+				s.unpark(rec)
 			}
 		}
 		for _, rec := range fresh {
@@ -161,10 +263,11 @@ func (s *Scheduler) installJobs(now time.Time) {
 			if t.byName[name] == nil && !rec.removed {
 				rec.removed = true
 				rec.seq++
+				rec.backlog = nil
 				for r := range rec.runs {
 					r.cancel(errJobRemoved)
 				}
-				s.dirty[rec] = struct{}{} // its record is deleted once no run is left
+				s.markDirty(rec, false) // its record is deleted once no run is left
 				s.log.Info("job removed: stopped", rec.logArgs()...)
 			}
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/shardcron/shardcron/config"
 )
 
 // Backoff of a write whose outcome was unknown.
@@ -16,123 +14,49 @@ const (
 	retryMax = time.Second
 )
 
-// waitTick is a due tick not yet claimed: it waits for a run slot, or for
-// the job's replaced run to end, until its starting deadline.
-type waitTick struct {
-	rec   *jobRec
-	tick  time.Time
-	rerun bool // an interrupted tick of an older token
-	// caughtUp: a missed tick that catch-up decided to run. Such ticks run
-	// one after another, in order; forbid never skips them.
-	caughtUp bool
-}
-
-func (s *Scheduler) enqueue(w *waitTick) {
-	s.waiting = append(s.waiting, w)
-	s.sorted = false
-}
-
-// dispatch claims waiting ticks, oldest first, while run slots are free;
-// applies forbid, replace and the starting deadline.
-func (s *Scheduler) dispatch(now time.Time) {
-	if len(s.waiting) == 0 {
-		return
-	}
-	if !s.sorted {
-		sort.SliceStable(s.waiting, func(i, j int) bool {
-			a, b := s.waiting[i], s.waiting[j]
-			if !a.tick.Equal(b.tick) {
-				return a.tick.Before(b.tick)
-			}
-			return a.rec.e.job.Name < b.rec.e.job.Name
-		})
-		s.sorted = true
-	}
-	blocked := make(map[*jobRec]bool) // keeps each job's ticks in order
-	kept := s.waiting[:0]
-	for _, w := range s.waiting {
-		rec := w.rec
-		job := rec.e.job
-		if rec.firing() && job.Suspend && w.rerun {
-			kept = append(kept, w) // re-run once the job is resumed
-			continue
-		}
-		if !rec.firing() || job.Suspend || (!w.rerun && !w.tick.After(rec.hi)) {
-			continue // no longer ours to fire, or decided already
-		}
-		if sd := job.StartingDeadline.D(); sd > 0 && !w.rerun && now.After(w.tick.Add(sd)) {
-			s.skip(rec, Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
-				Detail: fmt.Sprintf("starting deadline %v passed", sd)})
-			continue
-		}
-		if blocked[rec] {
-			kept = append(kept, w)
-			continue
-		}
-		if rec.active > 0 && !w.rerun {
-			switch job.Concurrency {
-			case config.ConcurrencyForbid:
-				// Forbid skips an ordinary tick only when a run that is
-				// still going had started by the tick. A claim whose
-				// outcome is not back yet is no run: the tick waits behind
-				// it (late, not lost), and so do caught-up ticks behind a
-				// run.
-				if rec.runningAt(w.tick) && !w.caughtUp {
-					s.skip(rec, Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
-						Detail: "concurrency forbid: previous run still active"})
-					continue
-				}
-				blocked[rec] = true
-				kept = append(kept, w)
-				continue
-			case config.ConcurrencyReplace:
-				if !rec.replacing {
-					rec.replacing = true
-					for r := range rec.runs {
-						r.cancel(errReplaced)
-					}
-				}
-				blocked[rec] = true
-				kept = append(kept, w)
-				continue
-			}
-		}
-		if s.used >= s.cfg.MaxConcurrentRuns {
-			blocked[rec] = true
-			kept = append(kept, w)
-			continue
-		}
-		s.used++
-		rec.active++
-		rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun})
-		if w.tick.After(rec.hi) {
-			rec.hi = w.tick
-		}
-		s.dirty[rec] = struct{}{}
-	}
-	clear(s.waiting[len(kept):])
-	s.waiting = kept
-}
+// flushDelay is how long a write that no run waits for (a claim ahead of
+// its tick, a completion, a skip) may wait for others to share its
+// transaction. A per-second job's completion and its next tick's claim,
+// queued a few milliseconds apart, so cost one write.
+const flushDelay = 50 * time.Millisecond
 
 func (rec *jobRec) queue(o op) { rec.queued = append(rec.queued, o) }
 
-// skip records a tick (or a run of ticks) as skipped, so no later owner
-// runs it.
+// markDirty schedules rec's queued changes for the next flush: at once when
+// a run waits for them (urgent), else within flushDelay.
+func (s *Scheduler) markDirty(rec *jobRec, urgent bool) {
+	s.dirty[rec] = struct{}{}
+	if urgent || rec.sh.state != firing { // a drain waits for its writes
+		s.flushNow = true
+	} else if s.flushAt.IsZero() {
+		s.flushAt = time.Now().Add(flushDelay)
+	}
+}
+
+// skip records a tick (or a run of ticks) never claimed as skipped, so no
+// later owner runs it.
 func (s *Scheduler) skip(rec *jobRec, e Entry) {
 	if !e.Tick.After(rec.hi) {
 		return
 	}
-	rec.queue(op{kind: opSkip, tick: e.Tick, entry: e})
+	rec.queue(op{kind: opSkip, tick: e.Tick, count: e.Count})
 	rec.hi = e.Tick
-	s.dirty[rec] = struct{}{}
+	s.markDirty(rec, false)
+	s.recordSkip(rec, e)
+}
+
+// recordSkip counts, logs and keeps in history a skip.
+func (s *Scheduler) recordSkip(rec *jobRec, e Entry) {
 	s.m.runs.WithLabelValues(string(StatusSkipped)).Add(float64(max(e.Count, 1)))
+	s.addHistory(rec, e)
 	s.log.Info("tick skipped", append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
 }
 
-// dropClaims gives back the run slots of claims that will not run.
+// dropClaims gives back the run slots of due claims that will not run
+// (claims ahead hold none).
 func (s *Scheduler) dropClaims(rec *jobRec, ops []op) {
 	for _, o := range ops {
-		if o.kind == opClaim {
+		if o.kind == opClaim && !o.ahead {
 			s.used--
 			rec.active--
 		}
@@ -154,56 +78,18 @@ type pendingWrite struct {
 type commitDone struct {
 	batch []*pendingWrite
 	res   []WriteResult
+	took  time.Duration
 }
 
 // flush sends every record with queued changes (and no write in flight) in
-// one Commit: the claims of one instant share a call.
+// one Commit; the Store splits it by etcd's limits.
 func (s *Scheduler) flush() {
+	s.flushNow, s.flushAt = false, time.Time{}
 	var batch []*pendingWrite
 	for rec := range s.dirty {
-		if rec.sh.state == stopped || rec.parked {
-			delete(s.dirty, rec)
-			s.dropClaims(rec, rec.queued)
-			rec.queued = nil
-			continue
+		if pw := s.prepare(rec); pw != nil {
+			batch = append(batch, pw)
 		}
-		if rec.writing != nil {
-			// In flight: the queued changes follow once it returns. Awaiting
-			// a retry that is now due: resend the same value under the same
-			// Rev.
-			if _, waiting := s.retrying[rec]; !waiting {
-				delete(s.dirty, rec)
-				if !rec.writing.sent {
-					rec.writing.sent = true
-					batch = append(batch, rec.writing)
-				}
-			}
-			continue
-		}
-		delete(s.dirty, rec)
-		if rec.removed && rec.active == 0 {
-			// A removed job's record goes with it, under the fence, once
-			// its last run has ended (its completion needs no record).
-			rec.queued = nil
-			if rec.rev != 0 {
-				batch = append(batch, s.pending(rec, nil, Record{}, nil))
-			}
-			continue
-		}
-		if len(rec.queued) == 0 {
-			continue
-		}
-		ops := rec.queued
-		rec.queued = nil
-		want := apply(rec.committed, rec.e.job.Name, rec.sh.g.Token, s.cfg.HistoryLen, ops)
-		val, err := want.Encode()
-		if err != nil { // a time out of JSON's range; cannot happen for cron ticks
-			s.log.Error("record does not encode; job parked", append(rec.logArgs(), "err", err)...)
-			s.dropClaims(rec, ops)
-			rec.parked = true
-			continue
-		}
-		batch = append(batch, s.pending(rec, ops, want, val))
 	}
 	if len(batch) == 0 {
 		return
@@ -225,6 +111,54 @@ func (s *Scheduler) flush() {
 		go s.commit(s.ctx, batch[:n:n])
 		batch = batch[n:]
 	}
+}
+
+// prepare takes rec out of the dirty set and returns its write, if it has
+// one to send now.
+func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
+	if rec.sh.state == stopped || rec.parked {
+		delete(s.dirty, rec)
+		s.dropClaims(rec, rec.queued)
+		rec.queued = nil
+		return nil
+	}
+	if rec.writing != nil {
+		// In flight: the queued changes follow once it returns. Awaiting a
+		// retry that is now due: resend the same value under the same Rev.
+		if _, waiting := s.retrying[rec]; waiting {
+			return nil
+		}
+		delete(s.dirty, rec)
+		if !rec.writing.sent {
+			rec.writing.sent = true
+			return rec.writing
+		}
+		return nil
+	}
+	delete(s.dirty, rec)
+	if rec.removed && rec.active == 0 {
+		// A removed job's record goes with it, under the fence, once its
+		// last run has ended (its completion needs no record).
+		rec.queued = nil
+		if rec.rev != 0 {
+			return s.pending(rec, nil, Record{}, nil)
+		}
+		return nil
+	}
+	if len(rec.queued) == 0 {
+		return nil
+	}
+	ops := rec.queued
+	rec.queued = nil
+	want := apply(rec.committed, rec.e.job.Name, rec.sh.g.Token, ops)
+	val, err := want.Encode()
+	if err != nil { // a time out of JSON's range; cannot happen for cron ticks
+		s.log.Error("record does not encode; job parked", append(rec.logArgs(), "err", err)...)
+		s.dropClaims(rec, ops)
+		rec.parked = true
+		return nil
+	}
+	return s.pending(rec, ops, want, val)
 }
 
 // pending makes the write of val (nil: delete) in flight for rec.
@@ -252,8 +186,11 @@ func (s *Scheduler) commit(ctx context.Context, batch []*pendingWrite) {
 		writes = append(writes, pw.w)
 		idx = append(idx, i)
 	}
+	var took time.Duration
 	if len(writes) > 0 {
+		start := time.Now()
 		out := s.store.Commit(ctx, writes)
+		took = time.Since(start)
 		for k, i := range idx {
 			if k < len(out) {
 				res[i] = out[k]
@@ -262,11 +199,12 @@ func (s *Scheduler) commit(ctx context.Context, batch []*pendingWrite) {
 			}
 		}
 	}
-	s.send(commitDone{batch: batch, res: res})
+	s.send(commitDone{batch: batch, res: res, took: took})
 }
 
 // committed applies the outcome of one Commit.
 func (s *Scheduler) committed(d commitDone, now time.Time) {
+	s.observeCommit(d.took)
 	for i, pw := range d.batch {
 		rec, err := pw.rec, d.res[i].Err
 		sh := rec.sh
@@ -274,47 +212,72 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 			rec.writing = nil
 			rec.committed, rec.rev, rec.backoff = pw.want, d.res[i].Rev, 0
 			for _, o := range pw.ops {
-				if o.kind != opClaim {
-					continue
-				}
-				if sh.state == firing && !rec.removed {
-					s.startRun(rec, o.tick, o.rerun, now)
-				} else {
-					// Claimed, then the shard stopped firing: it stays in
-					// flight and the successor re-runs it.
-					s.dropClaims(rec, []op{o})
+				if o.kind == opClaim {
+					s.claimLanded(rec, o, now)
 				}
 			}
 			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
-				s.dirty[rec] = struct{}{}
+				s.markDirty(rec, false)
 			}
+			s.unpark(rec)
 			s.checkIdle(sh)
 			continue
 		}
-		kind := failureKind(err)
-		s.m.claimFailures.WithLabelValues(kind).Inc()
-		switch {
-		case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
-			rec.writing = nil
-			s.dropClaims(rec, pw.ops)
-			s.stopShard(sh, err)
-		case errors.Is(err, ErrStale):
-			rec.writing = nil
-			s.dropClaims(rec, pw.ops)
-			s.stale(rec, pw, err)
-		default: // unknown: retry the same write while the deadline allows
-			if sh.state != stopped && sh.check() == nil {
-				rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
-				rec.retryAt = now.Add(rec.backoff)
-				pw.sent = false
-				s.retrying[rec] = struct{}{}
-				s.log.Warn("record write outcome unknown; retrying", append(rec.logArgs(), "err", err, "retry_in", rec.backoff)...)
-				break
-			}
-			rec.writing = nil
-			s.dropClaims(rec, pw.ops)
-			s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
-		}
+		s.writeFailed(pw, err, now)
 		s.checkIdle(sh)
+	}
+}
+
+// claimLanded starts the run of a due claim, or marks a claim ahead as
+// landed (its tick, if already due, goes back in line).
+func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
+	firing := rec.sh.state == firing && !rec.removed
+	if o.ahead {
+		a := rec.ahead[o.tick.UnixNano()]
+		if a == nil {
+			return // skipped meanwhile; the drop follows in the next write
+		}
+		a.landed = true
+		if a.due && firing {
+			a.due = false
+			s.enqueue(&waitTick{rec: rec, tick: o.tick, ahead: true})
+		}
+		return
+	}
+	if firing {
+		s.startRun(rec, o.tick, o.rerun, now)
+		return
+	}
+	// Claimed, then the shard stopped firing: it stays in flight and the
+	// successor runs it.
+	s.dropClaims(rec, []op{o})
+}
+
+// writeFailed handles a refused or unknown write.
+func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
+	rec, sh := pw.rec, pw.rec.sh
+	s.m.claimFailures.WithLabelValues(failureKind(err)).Inc()
+	switch {
+	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
+		rec.writing = nil
+		s.dropClaims(rec, pw.ops)
+		s.stopShard(sh, err)
+	case errors.Is(err, ErrStale):
+		rec.writing = nil
+		s.dropClaims(rec, pw.ops)
+		s.stale(rec, pw, err)
+	default: // unknown: retry the same write while the deadline allows
+		if sh.state != stopped && sh.check() == nil {
+			rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
+			rec.retryAt = now.Add(rec.backoff)
+			pw.sent = false
+			s.retrying[rec] = struct{}{}
+			s.pushTimer(timerEntry{at: rec.retryAt, kind: timerRetry, rec: rec})
+			s.log.Warn("record write outcome unknown; retrying", append(rec.logArgs(), "err", err, "retry_in", rec.backoff)...)
+			return
+		}
+		rec.writing = nil
+		s.dropClaims(rec, pw.ops)
+		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
 	}
 }

@@ -24,6 +24,7 @@ const (
 	DefaultDrainTimeout      = 10 * time.Second
 	DefaultKillGrace         = 5 * time.Second
 	DefaultHistoryLen        = 20
+	DefaultClaimAhead        = time.Second
 )
 
 // Config configures a Scheduler.
@@ -50,9 +51,17 @@ type Config struct {
 	// a run that ignores SIGTERM is still gone by the deadline and a
 	// SIGTERMed replica exits within its drain timeout.
 	KillGrace time.Duration
-	// HistoryLen bounds the run history kept in each job's record
-	// (default 20).
+	// HistoryLen bounds the run history kept of each job (default 20).
 	HistoryLen int
+	// HistoryFlush is how often run history is handed to the Store's
+	// History (default DefaultHistoryFlush, 2 s): what an owner killed at
+	// the worst moment loses of it.
+	HistoryFlush time.Duration
+	// ClaimAhead is how long before its tick a tick is claimed (default
+	// DefaultClaimAhead, 1 s). The scheduler raises it to four times the
+	// slowest recent commit, up to MaxClaimAhead. One second lets a
+	// per-second job's completion and its next claim share one write.
+	ClaimAhead time.Duration
 	// Logger receives the scheduler's logs (nil: discarded).
 	Logger *slog.Logger
 	// Registerer receives the scheduler's metrics (nil: none registered).
@@ -67,6 +76,8 @@ func DefaultConfig() Config {
 		DrainTimeout:      DefaultDrainTimeout,
 		KillGrace:         DefaultKillGrace,
 		HistoryLen:        DefaultHistoryLen,
+		HistoryFlush:      DefaultHistoryFlush,
+		ClaimAhead:        DefaultClaimAhead,
 	}
 }
 
@@ -83,6 +94,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HistoryLen == 0 {
 		c.HistoryLen = DefaultHistoryLen
+	}
+	if c.HistoryFlush == 0 {
+		c.HistoryFlush = DefaultHistoryFlush
+	}
+	if c.ClaimAhead == 0 {
+		c.ClaimAhead = DefaultClaimAhead
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -107,6 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: KillGrace %v < 0", ErrInvalidConfig, c.KillGrace)
 	case c.HistoryLen < 1:
 		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
+	case c.HistoryFlush < 0:
+		return fmt.Errorf("%w: HistoryFlush %v < 0", ErrInvalidConfig, c.HistoryFlush)
+	case c.ClaimAhead < 0 || c.ClaimAhead > MaxClaimAhead:
+		return fmt.Errorf("%w: ClaimAhead %v not within 0..%v", ErrInvalidConfig, c.ClaimAhead, MaxClaimAhead)
 	}
 	return nil
 }

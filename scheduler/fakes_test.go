@@ -30,6 +30,8 @@ type fakeStore struct {
 	lost    map[int]context.CancelCauseFunc // ends the Grant on a fence failure
 	recs    map[string]Stored               // by shard/job
 	claimed map[string]bool                 // job/tick/token ever claimed
+	byShard map[int]int                     // writes sent, by shard
+	hist    map[string][]Entry              // by shard/job: History's entries
 	commits int
 	writes  int
 	// claimCommits counts Commit calls that claimed at least one tick.
@@ -43,11 +45,14 @@ type fakeStore struct {
 	// afterCommit, when set, runs after each Commit call (a pause between
 	// a claim and the run's start).
 	afterCommit func()
+	// delay, when set, is spent before a Commit of writes (outside the
+	// lock): a slow round trip for chosen writes.
+	delay func(writes []Write) time.Duration
 }
 
 func newFakeStore(t testing.TB) *fakeStore {
 	return &fakeStore{t: t, fence: map[int]int64{}, lost: map[int]context.CancelCauseFunc{},
-		recs: map[string]Stored{}, claimed: map[string]bool{}}
+		recs: map[string]Stored{}, claimed: map[string]bool{}, byShard: map[int]int{}, hist: map[string][]Entry{}}
 }
 
 func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, job) }
@@ -58,6 +63,9 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 	}
 	if f.afterCommit != nil {
 		defer f.afterCommit()
+	}
+	if f.delay != nil {
+		time.Sleep(f.delay(writes))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -71,6 +79,7 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 		}
 	}()
 	for i, w := range writes {
+		f.byShard[w.Shard]++
 		if _, ok := f.fence[w.Shard]; !ok {
 			f.t.Errorf("fakeStore: write for shard %d, never granted", w.Shard)
 			out[i].Err = ErrShardLost
@@ -150,6 +159,27 @@ func (f *fakeStore) apply(w Write) int64 {
 	return f.rev
 }
 
+// AppendHistory implements History: fenced like Commit, keeping keep
+// entries per job.
+func (f *fakeStore) AppendHistory(_ context.Context, keep int, ws []HistoryWrite) []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		if f.fence[w.Shard] != w.Token {
+			errs[i] = fmt.Errorf("shard %d: %w", w.Shard, ErrShardLost)
+			continue
+		}
+		k := recKey(w.Shard, w.Job)
+		h := append(f.hist[k], w.Entries...)
+		if n := len(h) - keep; n > 0 {
+			h = h[n:]
+		}
+		f.hist[k] = h
+	}
+	return errs
+}
+
 // load implements Loader (see loaderStore).
 func (f *fakeStore) load(shard int, token int64, job string) (Stored, error) {
 	f.mu.Lock()
@@ -182,14 +212,22 @@ func (f *fakeStore) record(shard int, job string) Record {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.recs[recKey(shard, job)]
-	if st.Value == nil {
-		return Record{}
+	var r Record
+	if st.Value != nil {
+		var err error
+		if r, err = DecodeRecord(st.Value); err != nil {
+			f.t.Fatal(err)
+		}
 	}
-	r, err := DecodeRecord(st.Value)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	// What History holds, so tests read a job's state in one place.
+	r.History = slices.Clone(f.hist[recKey(shard, job)])
 	return r
+}
+
+func (f *fakeStore) shardWrites(shard int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byShard[shard]
 }
 
 func (f *fakeStore) exists(shard int, job string) bool {
@@ -345,6 +383,7 @@ func newHarnessWith(t *testing.T, fs *fakeStore, store Store, mod func(*Config),
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.Shards = "c1", "n1", testShards
 	cfg.Registerer = h.reg
+	cfg.HistoryFlush = 50 * time.Millisecond
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

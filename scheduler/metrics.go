@@ -13,6 +13,7 @@ type metrics struct {
 	reruns        prometheus.Counter
 	claimFailures *prometheus.CounterVec // by kind: lost, stale, unknown, deadline
 	lateness      prometheus.Histogram
+	commitLatency prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,11 +35,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from a tick to the start of its run.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "shardcron", Subsystem: "scheduler", Name: "commit_duration_seconds",
+			Help:    "Latency of one fenced Commit of claims and completions (the claim horizon grows with it).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.reruns, m.claimFailures, m.lateness} {
+	for _, c := range []prometheus.Collector{m.runs, m.reruns, m.claimFailures, m.lateness, m.commitLatency} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

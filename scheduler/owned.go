@@ -29,6 +29,9 @@ type ownedShard struct {
 	orphans   map[string]Stored // records of jobs not in the job set
 	rel       *Released         // the release catch-up honours; nil if none
 	runs      int               // run goroutines not yet reported
+	// histWrites counts history flushes of the shard not yet back: a
+	// drain waits for them, so a graceful handoff loses no history.
+	histWrites int
 	// idle is closed by Run once the shard is no longer firing and has no
 	// runs and no writes left: Drain waits for it.
 	idle       chan struct{}
@@ -66,10 +69,18 @@ type jobRec struct {
 	backoff   time.Duration
 	parked    bool // stale or unreadable: no more writes this generation
 	removed   bool
-	seq       uint64 // arms timer entries; bumped to void them
-	active    int    // claims pending plus runs going
+	seq       uint64 // arms claim timers; bumped to void them
+	active    int    // due claims pending plus runs going
 	runs      map[*run]struct{}
 	replacing bool
+	// ahead holds the ticks claimed ahead and not yet started or dropped,
+	// by Unix nanoseconds.
+	ahead map[int64]*aheadTick
+	// held holds due ticks that wait for this job's claims or runs.
+	held    []*waitTick
+	waiting int      // ordinary ticks waiting (bounded by maxWaitingPerJob)
+	backlog *backlog // the rest of a catch-up; nil if none
+	hist    []Entry  // history not yet handed to History
 }
 
 func (rec *jobRec) firing() bool {
@@ -240,7 +251,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 
 // newRec builds the owner's view of a job from its stored record, if any.
 func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
-	rec := &jobRec{sh: sh, e: e, runs: make(map[*run]struct{})}
+	rec := &jobRec{sh: sh, e: e, runs: make(map[*run]struct{}), ahead: make(map[int64]*aheadTick)}
 	sh.jobs[e.job.Name] = rec
 	if !ok {
 		return rec
@@ -272,9 +283,31 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		// cause a double run.
 		s.fireDue(now)
 		stop := now
+		earlier := func(t time.Time) {
+			if !t.After(stop) {
+				stop = t.Add(-time.Nanosecond)
+			}
+		}
 		for _, w := range s.waiting {
-			if w.rec.sh == sh && !w.rerun && !w.tick.After(stop) {
-				stop = w.tick.Add(-time.Nanosecond)
+			if w.rec.sh == sh && !w.rerun {
+				earlier(w.tick)
+			}
+		}
+		for _, rec := range sh.jobs {
+			for _, w := range rec.held {
+				if !w.rerun {
+					earlier(w.tick)
+				}
+			}
+			for t, a := range rec.ahead {
+				if a.due {
+					earlier(time.Unix(0, t))
+				}
+			}
+			if rec.backlog != nil {
+				if t := rec.e.sched.Next(rec.backlog.from); !t.IsZero() && !t.After(rec.backlog.end) {
+					earlier(t)
+				}
 			}
 		}
 		// So do the claims queued, in flight or awaiting a retry: if such a
@@ -287,13 +320,15 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 				ops = append(slices.Clip(rec.writing.ops), ops...)
 			}
 			for _, o := range ops {
-				if o.kind == opClaim && !o.rerun && !o.tick.After(stop) {
-					stop = o.tick.Add(-time.Nanosecond)
+				if o.kind == opClaim && !o.rerun {
+					earlier(o.tick)
 				}
 			}
 		}
 		sh.state = draining
 		sh.stoppedAt = stop
+		s.flushNow = true // a drain waits for the shard's writes: none waits for company
+		s.flushHistory(sh)
 		s.owned[n].Store(false)
 		s.dropQueuedClaims(sh)
 		s.log.Info("shard draining", "shard", n, "token", sh.g.Token, "runs", sh.runs)
@@ -359,11 +394,19 @@ func (s *Scheduler) dropQueuedClaims(sh *ownedShard) {
 
 // checkIdle closes the shard's idle channel once it has nothing left to do.
 func (s *Scheduler) checkIdle(sh *ownedShard) {
-	if sh.idleClosed || sh.state == firing || sh.runs > 0 {
+	if sh.idleClosed || sh.state == firing || sh.runs > 0 || sh.histWrites > 0 {
 		return
 	}
+	pendingHistory := false
 	for _, rec := range sh.jobs {
 		if rec.writing != nil || (len(rec.queued) > 0 && !rec.parked && sh.state != stopped) {
+			return
+		}
+		pendingHistory = pendingHistory || len(rec.hist) > 0
+	}
+	if pendingHistory && sh.state == draining {
+		s.flushHistory(sh) // a graceful handoff loses no history
+		if sh.histWrites > 0 {
 			return
 		}
 	}

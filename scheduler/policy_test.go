@@ -42,7 +42,7 @@ func TestConcurrencyPolicies(t *testing.T) {
 				h.runner.behave = work(25 * time.Second)
 				g, _ := h.grant(1, 9, nil)
 				h.s.Acquired(g)
-				sleepUntil(t0.Add(45 * time.Second))
+				sleepUntil(t0.Add(45*time.Second + 100*time.Millisecond)) // completions at 45 written
 				synctest.Wait()
 				var started []time.Time
 				h.s.Jobs() // cheap snapshot while runs go on

@@ -9,25 +9,36 @@ import (
 
 // RecordFormat is the format version this binary writes. Records of a newer
 // format are refused (ErrRecordFormat), never overwritten.
+//
+// The compact record keeps format 1 on purpose: it is a subset of what the
+// previous release wrote (the run history moved out, to History), so both
+// releases read each other's records and a rolling upgrade works in both
+// directions. History a previous release left in a record is still decoded
+// and shown until the job's own history has entries; it is dropped on the
+// next write.
 const RecordFormat = 1
 
 // Record is one job's checkpoint, stored under ticks/<shard>/<job> and
-// written only under the shard's fence and the record's own ModRevision.
+// written only under the shard's fence and the record's own ModRevision. It
+// carries only what catch-up needs (DESIGN.md "What a fire costs etcd").
 type Record struct {
 	Format int    `json:"format"`
 	Job    string `json:"job"`
 	// Token is the token of the owner that wrote the record last.
 	Token int64 `json:"token"`
-	// LastClaimed is the latest tick decided: claimed to run or recorded as
-	// skipped. No owner claims a tick at or before it (re-runs of
-	// interrupted ticks excepted).
+	// LastClaimed is the latest tick decided: claimed to run (now or ahead
+	// of its time) or recorded as skipped. No owner claims a tick at or
+	// before it (ticks still in flight excepted).
 	LastClaimed time.Time `json:"last_claimed,omitzero"`
 	// InFlight holds the ticks claimed and not yet completed, each with the
-	// token that claimed it. One left by an older token was interrupted.
+	// token that claimed it: claimed ahead and not yet due, due and not yet
+	// started, or running. One left by an older token is run by the new
+	// owner (catchUp says whether as a re-run).
 	InFlight []Flight `json:"in_flight,omitempty"`
 	// Skipped counts the ticks skipped by policy over the record's life.
 	Skipped int64 `json:"skipped,omitempty"`
-	// History holds the most recent runs and skips, oldest first, bounded.
+	// History is what a previous release kept in the record; read, never
+	// written.
 	History []Entry `json:"history,omitempty"`
 }
 
@@ -38,7 +49,7 @@ type Flight struct {
 	Rerun bool      `json:"rerun,omitempty"`
 }
 
-// Entry is one run, or a run of skipped ticks, in a record's history.
+// Entry is one run, or a run of skipped ticks, in a job's history.
 type Entry struct {
 	Tick   time.Time `json:"tick"`
 	Start  time.Time `json:"start,omitzero"`
@@ -52,6 +63,8 @@ type Entry struct {
 	// First tick to Tick); 0 means 1.
 	Count int64     `json:"count,omitempty"`
 	First time.Time `json:"first,omitzero"`
+	// Output is the run's captured output, bounded by the runner.
+	Output string `json:"output,omitempty"`
 }
 
 // DecodeRecord decodes a stored record. It refuses a newer format with
@@ -83,9 +96,10 @@ func (r Record) clone() Record {
 type opKind uint8
 
 const (
-	opClaim    opKind = iota + 1 // tick claimed to run (or re-run)
-	opComplete                   // run ended: out of flight, into history
-	opSkip                       // ticks skipped by policy
+	opClaim    opKind = iota + 1 // tick claimed to run, now or ahead of its time
+	opComplete                   // run ended: out of flight
+	opSkip                       // ticks skipped by policy, never claimed
+	opDrop                       // a claimed tick skipped by policy at its time: out of flight
 )
 
 // op is one change to a record; a write carries a list of them, applied in
@@ -94,57 +108,40 @@ type op struct {
 	kind  opKind
 	tick  time.Time
 	rerun bool
-	entry Entry // opComplete, opSkip
+	ahead bool  // opClaim before the tick is due: no run slot held
+	count int64 // opSkip: ticks it stands for (0 means 1)
 }
 
 // apply returns rec with ops applied by the owner holding token.
-func apply(rec Record, job string, token int64, historyLen int, ops []op) Record {
-	rec = rec.clone()
+func apply(rec Record, job string, token int64, ops []op) Record {
+	rec.InFlight = slices.Clone(rec.InFlight)
+	rec.History = nil // kept by History now
 	rec.Format = RecordFormat
 	rec.Job = job
 	rec.Token = token
 	for _, o := range ops {
 		switch o.kind {
 		case opClaim:
-			// A re-run takes over the interrupted flight of the same tick.
+			// A re-claim takes over the flight of the same tick left by an
+			// older token.
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) })
 			rec.InFlight = append(rec.InFlight, Flight{Tick: o.tick, Token: token, Rerun: o.rerun})
 			if o.tick.After(rec.LastClaimed) {
 				rec.LastClaimed = o.tick
 			}
-		case opComplete:
+		case opComplete, opDrop:
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool {
 				return f.Tick.Equal(o.tick) && f.Token == token
 			})
-			rec.History = appendBounded(rec.History, o.entry, historyLen)
+			if o.kind == opDrop {
+				rec.Skipped++
+			}
 		case opSkip:
-			n := max(o.entry.Count, 1)
-			rec.Skipped += n
+			rec.Skipped += max(o.count, 1)
 			if o.tick.After(rec.LastClaimed) {
 				rec.LastClaimed = o.tick
 			}
-			// Consecutive skips for one reason share an entry, so a long
-			// forbid streak does not push the runs out of the history.
-			if k := len(rec.History) - 1; k >= 0 && rec.History[k].Status == StatusSkipped &&
-				rec.History[k].Detail == o.entry.Detail && rec.History[k].Token == o.entry.Token {
-				last := &rec.History[k]
-				if last.First.IsZero() {
-					last.First = last.Tick
-				}
-				last.Count = max(last.Count, 1) + n
-				last.Tick = o.entry.Tick
-				continue
-			}
-			rec.History = appendBounded(rec.History, o.entry, historyLen)
 		}
 	}
 	return rec
-}
-
-func appendBounded(h []Entry, e Entry, n int) []Entry {
-	h = append(h, e)
-	if len(h) > n {
-		h = slices.Delete(h, 0, len(h)-n)
-	}
-	return h
 }

@@ -27,26 +27,25 @@ func TestRecordRoundTripAndFormat(t *testing.T) {
 	}
 }
 
-func TestHistoryBounded(t *testing.T) {
-	var r Record
+// The record carries only what catch-up needs: a previous release's
+// history is read but not written back, and completed ticks leave it.
+func TestCompactRecordDropsHistory(t *testing.T) {
+	r := Record{Job: "j", Token: 1, History: []Entry{{Tick: t0, Status: StatusSucceeded}}}
 	for i := range 30 {
 		tick := t0.Add(time.Duration(i) * time.Second)
-		r = apply(r, "j", 1, 20, []op{{kind: opClaim, tick: tick}})
-		r = apply(r, "j", 1, 20, []op{{kind: opComplete, tick: tick, entry: Entry{Tick: tick}}})
+		r = apply(r, "j", 2, []op{{kind: opClaim, tick: tick, ahead: true}})
+		r = apply(r, "j", 2, []op{{kind: opComplete, tick: tick}})
 	}
-	if len(r.History) != 20 || !r.History[0].Tick.Equal(t0.Add(10*time.Second)) || len(r.InFlight) != 0 {
-		t.Errorf("history %d entries from %v, in flight %v", len(r.History), r.History[0].Tick, r.InFlight)
-	}
-}
-
-func TestConsecutiveSkipsShareAnEntry(t *testing.T) {
-	var r Record
-	for i := range 5 {
-		tick := t0.Add(time.Duration(i) * time.Second)
-		r = apply(r, "j", 1, 20, []op{{kind: opSkip, tick: tick, entry: Entry{Tick: tick, Status: StatusSkipped, Detail: "forbid", Token: 1}}})
-	}
-	if len(r.History) != 1 || r.History[0].Count != 5 || !r.History[0].First.Equal(t0) || r.Skipped != 5 || !r.LastClaimed.Equal(t0.Add(4*time.Second)) {
+	r = apply(r, "j", 2, []op{{kind: opClaim, tick: t0.Add(time.Minute)}, {kind: opDrop, tick: t0.Add(time.Minute)}})
+	if len(r.History) != 0 || len(r.InFlight) != 0 || r.Skipped != 1 || !r.LastClaimed.Equal(t0.Add(time.Minute)) {
 		t.Errorf("record %+v", r)
+	}
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 120 {
+		t.Errorf("compact record is %d bytes: %s", len(b), b)
 	}
 }
 

@@ -144,17 +144,20 @@ func (s *Scheduler) runEnded(d runDone) {
 	}
 	if !record {
 		s.log.Warn("run interrupted; left in flight for the successor", append(args, "cause", d.cause)...)
+		s.unpark(rec)
 		s.checkIdle(sh)
 		return
 	}
 	s.m.runs.WithLabelValues(string(status)).Inc()
 	s.log.Info("run ended", args...)
 	if sh.state != stopped && !rec.parked {
-		rec.queue(op{kind: opComplete, tick: r.tick, entry: Entry{
+		rec.queue(op{kind: opComplete, tick: r.tick})
+		s.markDirty(rec, false)
+		s.addHistory(rec, Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
-			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun,
-		}})
-		s.dirty[rec] = struct{}{}
+			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,
+		})
 	}
+	s.unpark(rec)
 	s.checkIdle(sh)
 }

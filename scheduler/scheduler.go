@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +25,10 @@ var (
 type Scheduler struct {
 	cfg    Config
 	log    *slog.Logger
-	store  Store
-	loader Loader // nil unless store implements it
-	runner Runner
+	store   Store
+	loader  Loader  // nil unless store implements it
+	history History // nil unless store implements it
+	runner  Runner
 	m      *metrics
 
 	// Shared with other goroutines.
@@ -46,12 +46,18 @@ type Scheduler struct {
 	cur      *table
 	shards   map[int]*ownedShard      // the current entry per shard
 	all      map[*ownedShard]struct{} // every shard entry not yet idle
-	timers   tickHeap                 // next tick of each armed job
-	waiting  []*waitTick              // due ticks not yet claimed
-	sorted   bool                     // waiting is in order
-	used     int                      // run slots taken (claims pending + runs)
+	timers   tickHeap                 // claims ahead, due ticks, retries
+	waiting  waitHeap                 // due ticks not yet running
+	used     int                      // run slots taken (due claims pending + runs)
 	dirty    map[*jobRec]struct{}     // records with queued ops
+	flushNow bool                     // a run waits for a dirty record's write
+	flushAt  time.Time                // when dirty records are sent at the latest
 	retrying map[*jobRec]struct{}     // records whose write waits for a retry
+	// slowCommit is a decaying maximum of recent commit latencies; the
+	// claim horizon grows with it.
+	slowCommit time.Duration
+	histDirty  map[*jobRec]struct{} // records with history to hand on
+	histAt     time.Time            // the next history flush; zero if none
 	// batchLimit caps the writes per Commit call (0: all of an instant in
 	// one call; the Store splits by etcd's limits). Benchmarks set 1 to
 	// measure claims without batching.
@@ -87,9 +93,13 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		all:         make(map[*ownedShard]struct{}),
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
+		histDirty:   make(map[*jobRec]struct{}),
 	}
 	if l, ok := store.(Loader); ok {
 		s.loader = l
+	}
+	if h, ok := store.(History); ok {
+		s.history = h
 	}
 	return s, nil
 }
@@ -162,33 +172,24 @@ func (s *Scheduler) handleEvent(ev any) {
 		s.committed(ev, time.Now())
 	case loadDone:
 		s.loaded(ev)
+	case historyDone:
+		s.historyWritten(ev)
 	}
 }
 
-// step does what is due at now: fires armed ticks, retries writes, claims
-// waiting ticks and sends the writes of this instant in one Commit.
+// step does what is due at now: claims ahead, fires due ticks, retries
+// writes, dispatches waiting ticks and sends the writes that are due.
 func (s *Scheduler) step(now time.Time) {
 	if s.cur == nil && s.table.Load() != nil {
 		s.installJobs(now)
 	}
 	s.fireDue(now)
-	for rec := range s.retrying {
-		if !rec.retryAt.After(now) {
-			delete(s.retrying, rec)
-			s.dirty[rec] = struct{}{}
-		}
-	}
 	s.dispatch(now)
-	s.flush()
-}
-
-// fireDue fires every armed tick due at now. Whatever re-arms jobs or ends
-// firing at an instant later than the loop's last step (installJobs, drain)
-// calls it first, so a tick that came due in between is not voided.
-func (s *Scheduler) fireDue(now time.Time) {
-	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
-		t := heap.Pop(&s.timers).(timerEntry)
-		s.fire(t, now)
+	if s.flushNow || (!s.flushAt.IsZero() && !now.Before(s.flushAt)) {
+		s.flush()
+	}
+	if !s.histAt.IsZero() && !now.Before(s.histAt) {
+		s.flushHistory(nil)
 	}
 }
 
@@ -197,21 +198,18 @@ func (s *Scheduler) nextWake() (time.Time, bool) {
 	var w time.Time
 	ok := false
 	take := func(t time.Time) {
-		if !ok || t.Before(w) {
+		if !t.IsZero() && (!ok || t.Before(w)) {
 			w, ok = t, true
 		}
 	}
 	if len(s.timers) > 0 {
 		take(s.timers[0].at)
 	}
-	for rec := range s.retrying {
-		take(rec.retryAt)
+	if len(s.waiting) > 0 && s.used < s.cfg.MaxConcurrentRuns {
+		take(s.waiting[0].tick)
 	}
-	for _, wt := range s.waiting {
-		if d := wt.rec.e.job.StartingDeadline.D(); d > 0 && !wt.rerun {
-			take(wt.tick.Add(d).Add(time.Nanosecond))
-		}
-	}
+	take(s.flushAt)
+	take(s.histAt)
 	return w, ok
 }
 
@@ -235,57 +233,3 @@ func (s *Scheduler) send(ev any) {
 	}
 }
 
-// timerEntry arms one job's next tick; it is void once rec.seq moved on.
-type timerEntry struct {
-	at  time.Time
-	rec *jobRec
-	seq uint64
-}
-
-type tickHeap []timerEntry
-
-func (h tickHeap) Len() int { return len(h) }
-func (h tickHeap) Less(i, j int) bool {
-	return h[i].at.Before(h[j].at)
-}
-func (h tickHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *tickHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
-func (h *tickHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = timerEntry{}
-	*h = old[:len(old)-1]
-	return x
-}
-
-// arm schedules rec's next tick after from, voiding earlier entries.
-func (s *Scheduler) arm(rec *jobRec, from time.Time) {
-	rec.seq++
-	if !rec.firing() || rec.e.job.Suspend {
-		return
-	}
-	if from.Before(rec.hi) {
-		from = rec.hi
-	}
-	next := rec.e.sched.Next(from)
-	if next.IsZero() {
-		return
-	}
-	heap.Push(&s.timers, timerEntry{at: next, rec: rec, seq: rec.seq})
-}
-
-// fire handles an armed tick that came due: it waits for a claim, and the
-// job's following tick is armed.
-func (s *Scheduler) fire(t timerEntry, now time.Time) {
-	rec := t.rec
-	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
-		return
-	}
-	if t.at.After(rec.hi) {
-		s.enqueue(&waitTick{rec: rec, tick: t.at})
-	}
-	next := rec.e.sched.Next(t.at)
-	if !next.IsZero() {
-		heap.Push(&s.timers, timerEntry{at: next, rec: rec, seq: rec.seq})
-	}
-}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -98,20 +99,32 @@ func (s *Scheduler) loaded(d loadDone) {
 	}
 	var requeue []op
 	now := time.Now()
+	live := sh.state == firing && !rec.removed
 	for _, o := range d.pw.ops {
 		switch o.kind {
 		case opClaim:
-			if mine(o.tick) && sh.state == firing && !rec.removed {
-				s.used++
-				rec.active++
-				s.startRun(rec, o.tick, o.rerun, now)
-			} else if (o.tick.After(r.LastClaimed) || o.rerun) && sh.state == firing && !rec.removed {
+			switch {
+			case mine(o.tick) && o.ahead:
+				s.claimLanded(rec, o, now)
+			case mine(o.tick) && live:
 				s.used++ // the slot it held a moment ago
 				rec.active++
+				s.startRun(rec, o.tick, o.rerun, now)
+			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
+				if !o.ahead {
+					s.used++
+					rec.active++
+				}
 				requeue = append(requeue, o)
+			case o.ahead:
+				delete(rec.ahead, o.tick.UnixNano()) // decided by another write: not ours to run
 			}
 		case opComplete:
 			if mine(o.tick) {
+				requeue = append(requeue, o)
+			}
+		case opDrop:
+			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) }) {
 				requeue = append(requeue, o)
 			}
 		case opSkip:
@@ -122,6 +135,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	}
 	rec.queued = append(requeue, rec.queued...)
 	if len(rec.queued) > 0 {
-		s.dirty[rec] = struct{}{}
+		s.markDirty(rec, true)
 	}
+	s.unpark(rec)
 }

@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Claim ahead (DESIGN.md "Claim"): a fenced claim costs an etcd round trip
+// and an fsync, so the owner claims each tick a horizon before it is due,
+// in one write with whatever else the job's record has queued, and starts
+// the run from a timer at the tick with no write in between. The horizon
+// is Config.ClaimAhead, raised to four times the slowest recent commit
+// (so a claim lands before its tick even while etcd is slow), and never
+// more than MaxClaimAhead.
+const MaxClaimAhead = 5 * time.Second
+
+// aheadTick is a tick of this generation claimed before it was due.
+type aheadTick struct {
+	landed bool // the claim is in etcd
+	due    bool // the tick came due before its claim landed
+}
+
+type timerKind uint8
+
+const (
+	timerClaim   timerKind = iota + 1 // claim rec's tick ahead; void once rec.seq moved on
+	timerDue                          // a tick claimed ahead (or in flight under an older token) is due
+	timerRetry                        // rec's unknown write is due for a retry
+)
+
+// timerEntry is one wake-up of the loop.
+type timerEntry struct {
+	at   time.Time
+	kind timerKind
+	rec  *jobRec
+	seq  uint64
+	tick time.Time
+	w    *waitTick // timerDue of a re-claimed tick
+}
+
+type tickHeap []timerEntry
+
+func (h tickHeap) Len() int           { return len(h) }
+func (h tickHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h tickHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *tickHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h *tickHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = timerEntry{}
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (s *Scheduler) pushTimer(t timerEntry) { heap.Push(&s.timers, t) }
+
+// horizon is how far ahead of its tick a claim is sent.
+func (s *Scheduler) horizon() time.Duration {
+	return min(max(s.cfg.ClaimAhead, 4*s.slowCommit), MaxClaimAhead)
+}
+
+// observeCommit keeps a decaying maximum of recent commit latencies.
+func (s *Scheduler) observeCommit(d time.Duration) {
+	s.slowCommit = max(d, s.slowCommit*7/8)
+	s.m.commitLatency.Observe(d.Seconds())
+}
+
+// arm schedules the claim of rec's next tick after from, voiding earlier
+// claim timers.
+func (s *Scheduler) arm(rec *jobRec, from time.Time) {
+	rec.seq++
+	if !rec.firing() || rec.e.job.Suspend {
+		return
+	}
+	if from.Before(rec.hi) {
+		from = rec.hi
+	}
+	if next := rec.e.sched.Next(from); !next.IsZero() {
+		s.pushTimer(timerEntry{at: next.Add(-s.horizon()), kind: timerClaim, rec: rec, seq: rec.seq, tick: next})
+	}
+}
+
+// fireDue handles every timer due at now. Whatever re-arms jobs or ends
+// firing at an instant later than the loop's last step (installJobs, drain)
+// calls it first, so a tick that came due in between is not voided.
+func (s *Scheduler) fireDue(now time.Time) {
+	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
+		t := heap.Pop(&s.timers).(timerEntry)
+		switch t.kind {
+		case timerClaim:
+			s.claimAhead(t, now)
+		case timerDue:
+			s.tickDue(t)
+		case timerRetry:
+			if _, ok := s.retrying[t.rec]; ok && !t.rec.retryAt.After(now) {
+				delete(s.retrying, t.rec)
+				s.markDirty(t.rec, true)
+			}
+		}
+	}
+}
+
+// claimAhead queues the claim of t.tick (to share a write with the job's
+// other changes), arms the tick's run, and arms the claim of the next.
+func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
+	rec := t.rec
+	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
+		return
+	}
+	if t.tick.After(rec.hi) {
+		rec.queue(op{kind: opClaim, tick: t.tick, ahead: true})
+		rec.hi = t.tick
+		rec.ahead[t.tick.UnixNano()] = &aheadTick{}
+		// A tick already due (the horizon reached back past now) waits for
+		// its claim like any other.
+		s.markDirty(rec, !t.tick.After(now))
+		s.pushTimer(timerEntry{at: t.tick, kind: timerDue, rec: rec, tick: t.tick})
+	}
+	if next := rec.e.sched.Next(t.tick); !next.IsZero() {
+		s.pushTimer(timerEntry{at: next.Add(-s.horizon()), kind: timerClaim, rec: rec, seq: rec.seq, tick: next})
+	}
+}
+
+// tickDue puts a due tick in line: one claimed ahead, or one in flight
+// under an older token that came due.
+func (s *Scheduler) tickDue(t timerEntry) {
+	if t.w != nil {
+		s.enqueue(t.w)
+		return
+	}
+	if t.rec.ahead[t.tick.UnixNano()] != nil {
+		s.enqueue(&waitTick{rec: t.rec, tick: t.tick, ahead: true})
+	}
+}

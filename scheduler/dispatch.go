@@ -1,0 +1,197 @@
+package scheduler
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// maxWaitingPerJob bounds the ordinary ticks of one job waiting for a run
+// slot or behind its own runs; a tick past it is recorded as skipped
+// ("backlog full"), so an allow job during an etcd outage cannot queue
+// without limit. Caught-up ticks do not count: they are made one at a time.
+const maxWaitingPerJob = 64
+
+// waitTick is a due tick not yet running: it waits for its claim, a run
+// slot, or the job's own runs (forbid, replace), until its starting
+// deadline.
+type waitTick struct {
+	rec  *jobRec
+	tick time.Time
+	// ahead: claimed before it was due (rec.ahead holds the claim's state).
+	ahead bool
+	// reclaim: in flight under an older token; claimed again and run by
+	// this owner whatever policy says, as a re-run when rerun is set (its
+	// first run may have started).
+	reclaim, rerun bool
+	// caughtUp: a missed tick catch-up decided to run. Such ticks run one
+	// after another, in order; forbid never skips them.
+	caughtUp bool
+}
+
+// waitHeap orders waiting ticks by tick, then job name: dispatch looks only
+// at its front, so an event costs O(log n) however many ticks wait.
+type waitHeap []*waitTick
+
+func (h waitHeap) Len() int { return len(h) }
+func (h waitHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if !a.tick.Equal(b.tick) {
+		return a.tick.Before(b.tick)
+	}
+	return a.rec.e.job.Name < b.rec.e.job.Name
+}
+func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)   { *h = append(*h, x.(*waitTick)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+// enqueue makes a due tick wait. Ordinary ticks of a job past
+// maxWaitingPerJob are skipped instead.
+func (s *Scheduler) enqueue(w *waitTick) {
+	if !w.caughtUp && !w.reclaim {
+		if w.rec.waiting >= maxWaitingPerJob {
+			s.skipTick(w, fmt.Sprintf("backlog full: %d ticks already waiting", maxWaitingPerJob))
+			return
+		}
+		w.rec.waiting++
+	}
+	heap.Push(&s.waiting, w)
+}
+
+// settled is called once a waiting tick is decided (run, skipped, dropped).
+func (s *Scheduler) settled(w *waitTick) {
+	if !w.caughtUp && !w.reclaim {
+		w.rec.waiting--
+	}
+	if w.caughtUp {
+		s.nextCaughtUp(w.rec)
+	}
+}
+
+// park sets a tick aside until its job's state changes (a claim lands, a
+// run ends): dispatch does not look at it meanwhile.
+func (s *Scheduler) park(w *waitTick) { w.rec.held = append(w.rec.held, w) }
+
+// unpark puts rec's parked ticks back in line.
+func (s *Scheduler) unpark(rec *jobRec) {
+	for _, w := range rec.held {
+		heap.Push(&s.waiting, w)
+	}
+	clear(rec.held)
+	rec.held = rec.held[:0]
+}
+
+// dispatch decides waiting ticks, oldest first, while run slots are free.
+func (s *Scheduler) dispatch(now time.Time) {
+	for len(s.waiting) > 0 && !s.waiting[0].tick.After(now) {
+		w := heap.Pop(&s.waiting).(*waitTick)
+		switch s.try(w, now) {
+		case decided:
+			s.settled(w)
+		case held:
+			s.park(w)
+		case noSlot:
+			heap.Push(&s.waiting, w)
+			return
+		}
+	}
+}
+
+type tryResult uint8
+
+const (
+	decided tryResult = iota + 1 // run, claimed to run, skipped or dropped
+	held                         // waits for its job's claim or runs
+	noSlot                       // waits for a run slot
+)
+
+// try decides one due tick: policy, starting deadline, run slot; then it
+// starts the run (claimed ahead) or claims the tick to run.
+func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
+	rec := w.rec
+	job := rec.e.job
+	switch {
+	case !rec.firing():
+		return decided // no longer ours to fire: a claim stays in flight for the successor
+	case job.Suspend && w.reclaim && w.rerun:
+		return held // re-run once the job is resumed
+	case job.Suspend:
+		s.skipTick(w, "job suspended")
+		return decided
+	case !w.reclaim && !w.ahead && !w.caughtUp && !w.tick.After(rec.hi):
+		return decided // decided already
+	}
+	if sd := job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
+		s.skipTick(w, fmt.Sprintf("starting deadline %v passed", sd))
+		return decided
+	}
+	if w.ahead {
+		if a := rec.ahead[w.tick.UnixNano()]; a != nil && !a.landed {
+			a.due = true // its claim is not back yet: it waits (late, not lost)
+			return decided
+		}
+	}
+	if rec.active > 0 && !w.reclaim {
+		switch job.Concurrency {
+		case config.ConcurrencyForbid:
+			// Forbid skips an ordinary tick only when a run that is still
+			// going had started by the tick. A claim whose outcome is not
+			// back yet is no run: the tick waits behind it (late, not
+			// lost), and so do caught-up ticks behind a run.
+			if rec.runningAt(w.tick) && !w.caughtUp {
+				s.skipTick(w, "concurrency forbid: previous run still active")
+				return decided
+			}
+			return held
+		case config.ConcurrencyReplace:
+			if !rec.replacing {
+				rec.replacing = true
+				for r := range rec.runs {
+					r.cancel(errReplaced)
+				}
+			}
+			return held
+		}
+	}
+	if s.used >= s.cfg.MaxConcurrentRuns {
+		return noSlot
+	}
+	s.used++
+	rec.active++
+	if w.ahead && rec.ahead[w.tick.UnixNano()] != nil {
+		delete(rec.ahead, w.tick.UnixNano())
+		s.startRun(rec, w.tick, false, now)
+		return decided
+	}
+	// Not claimed yet (caught up, re-claimed, or its ahead claim lost to a
+	// stale record): claim it now; the run starts when the claim lands.
+	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun})
+	if w.tick.After(rec.hi) {
+		rec.hi = w.tick
+	}
+	s.markDirty(rec, true)
+	return decided
+}
+
+// skipTick records a due tick as skipped by policy, so no later owner runs
+// it: one claimed ahead leaves the flight list.
+func (s *Scheduler) skipTick(w *waitTick, detail string) {
+	rec := w.rec
+	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
+	if w.ahead || w.reclaim {
+		delete(rec.ahead, w.tick.UnixNano())
+		rec.queue(op{kind: opDrop, tick: w.tick})
+		s.markDirty(rec, false)
+		s.recordSkip(rec, e)
+		return
+	}
+	s.skip(rec, e)
+}

@@ -1,0 +1,85 @@
+package scheduler
+
+import (
+	"time"
+)
+
+// DefaultHistoryFlush is how often run history is handed to History: what
+// an owner killed at the worst moment loses of it.
+const DefaultHistoryFlush = 2 * time.Second
+
+// addHistory keeps e for the next history flush.
+func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
+	if s.history == nil {
+		return
+	}
+	rec.hist = append(rec.hist, e)
+	s.histPending(rec)
+}
+
+// histPending marks rec's history for the next flush, keeping at most
+// HistoryLen entries (History keeps no more of a job anyway).
+func (s *Scheduler) histPending(rec *jobRec) {
+	if n := len(rec.hist) - s.cfg.HistoryLen; n > 0 {
+		rec.hist = append(rec.hist[:0], rec.hist[n:]...)
+	}
+	s.histDirty[rec] = struct{}{}
+	if s.histAt.IsZero() {
+		s.histAt = time.Now().Add(s.cfg.HistoryFlush)
+	}
+}
+
+type historyDone struct {
+	sh   *ownedShard // nil: a flush of every shard
+	recs []*jobRec
+	ws   []HistoryWrite
+	errs []error
+}
+
+// flushHistory hands the pending history of sh (nil: of every shard) to
+// History in one call, off Run's goroutine.
+func (s *Scheduler) flushHistory(sh *ownedShard) {
+	if sh == nil {
+		s.histAt = time.Time{}
+	}
+	var d historyDone
+	for rec := range s.histDirty {
+		if sh != nil && rec.sh != sh {
+			continue
+		}
+		delete(s.histDirty, rec)
+		if len(rec.hist) == 0 || rec.sh.state == stopped {
+			rec.hist = nil
+			continue
+		}
+		d.recs = append(d.recs, rec)
+		d.ws = append(d.ws, HistoryWrite{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Entries: rec.hist})
+		rec.hist = nil
+		rec.sh.histWrites++
+	}
+	if len(d.ws) == 0 {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		d.errs = s.history.AppendHistory(s.ctx, s.cfg.HistoryLen, d.ws)
+		s.send(d)
+	}()
+}
+
+// historyWritten ends a flush: entries whose write failed for a passing
+// reason go back for the next one.
+func (s *Scheduler) historyWritten(d historyDone) {
+	for i, rec := range d.recs {
+		rec.sh.histWrites--
+		if i < len(d.errs) && d.errs[i] != nil {
+			s.log.Warn("run history not written", append(rec.logArgs(), "err", d.errs[i])...)
+			if rec.sh.state == firing {
+				rec.hist = append(d.ws[i].Entries, rec.hist...)
+				s.histPending(rec)
+			}
+		}
+		s.checkIdle(rec.sh)
+	}
+}
