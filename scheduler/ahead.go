@@ -23,9 +23,9 @@ type aheadTick struct {
 type timerKind uint8
 
 const (
-	timerClaim   timerKind = iota + 1 // claim rec's tick ahead; void once rec.seq moved on
-	timerDue                          // a tick claimed ahead (or in flight under an older token) is due
-	timerRetry                        // rec's unknown write is due for a retry
+	timerClaim timerKind = iota + 1 // claim rec's tick ahead; void once rec.seq moved on
+	timerDue                        // a tick claimed ahead (or in flight under an older token) is due
+	timerRetry                      // rec's unknown write is due for a retry
 )
 
 // timerEntry is one wake-up of the loop.

@@ -23,13 +23,13 @@ var (
 // Scheduler fires the ticks of the jobs whose shards this node owns. Create
 // it with New and drive it with Run.
 type Scheduler struct {
-	cfg    Config
-	log    *slog.Logger
+	cfg     Config
+	log     *slog.Logger
 	store   Store
 	loader  Loader  // nil unless store implements it
 	history History // nil unless store implements it
 	runner  Runner
-	m      *metrics
+	m       *metrics
 
 	// Shared with other goroutines.
 	setMu       sync.Mutex            // serialises SetJobs
@@ -232,4 +232,3 @@ func (s *Scheduler) send(ev any) {
 	case <-s.quit:
 	}
 }
-
