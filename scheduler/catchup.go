@@ -137,7 +137,12 @@ func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
 	if n > 1 {
 		e.First = first
 	}
-	s.skip(rec, e)
+	// Catch-up's ranges are undecided by construction, even where a claim
+	// ahead of a later tick has moved rec.hi past them.
+	rec.queue(op{kind: opSkip, tick: e.Tick, count: e.Count})
+	rec.hi = later(rec.hi, e.Tick)
+	s.markDirty(rec, false)
+	s.recordSkip(rec, e)
 }
 
 // nextCaughtUp puts the next tick of rec's backlog in line; past the cap,
@@ -197,8 +202,8 @@ func countTicks(sched schedule.Schedule, lo, hi time.Time) int64 {
 		if next.IsZero() || next.After(hi) {
 			return n
 		}
-		if n == countWalk {
-			return int64(float64(n) * float64(hi.Sub(lo)) / float64(next.Sub(lo)))
+		if n == countWalk { // next is tick n+1: extrapolate its rate to hi
+			return int64(float64(n+1) * float64(hi.Sub(lo)) / float64(next.Sub(lo)))
 		}
 		t = next
 	}
