@@ -36,9 +36,7 @@ type (
 // view and holdings, never at what changed.
 func (l *loop) reconcile(now time.Time) {
 	me := l.m.cfg.Node
-	l.m.mu.Lock()
-	names, settle := l.v.counted(now, l.m.cfg.SettleDelay)
-	l.m.mu.Unlock()
+	names, settle := l.counted(now)
 	a := l.assignment(names)
 	l.wakeAt = settle
 
@@ -327,10 +325,6 @@ func (l *loop) adopt(s int, sv shardView) {
 	l.m.log.Info("acquisition confirmed after an unknown outcome", "shard", s, "token", sv.token)
 	l.grant(s, lease.Token{Shard: s, Generation: sv.token}, sv.owner.Acquired, memberRef{})
 }
-
-// A Grant's Deadline is the session itself, whose absolute instant the
-// exec supervisor gets (scheduler.DeadlineAt).
-var _ scheduler.DeadlineAt = (*lease.Session)(nil)
 
 // grant reads the checkpoint of a shard this session acquired and hands
 // the shard to the Handler.

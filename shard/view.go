@@ -119,6 +119,14 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 	delete(v.freeSince, s)
 }
 
+// counted returns the members that count at now and when that may change
+// next; it takes Manager.mu, since it marks members counted.
+func (l *loop) counted(now time.Time) ([]string, time.Time) {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.v.counted(now, l.m.cfg.SettleDelay)
+}
+
 // settleHold bounds, in settle delays, how long a stream of joins holds
 // back a member that has settled.
 const settleHold = 4
@@ -132,7 +140,7 @@ const settleHold = 4
 // delay of the previous (a cold start, a scale-up), count at once and each
 // shard moves at most once. A stream of joins holds a settled member back
 // by at most settleHold settle delays; then every settled join counts.
-// Called by the loop under Manager.mu (it marks members counted).
+// Called under Manager.mu (it marks members counted).
 func (v *view) counted(now time.Time, settle time.Duration) (names []string, next time.Time) {
 	hold := settleHold * settle
 	settling, forced := false, false
