@@ -7,9 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -40,8 +37,6 @@ func readFile(path string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }
-
-var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // parseDoc checks data before and while parsing it into a yaml.Node tree and
 // returns the root node (nil for an empty document). Each check reports
@@ -79,13 +74,13 @@ func parseDoc(c *collector, data []byte) *yaml.Node {
 			}
 			return nil
 		}
-		c.add(yamlError(err))
+		c.add(yamlError(data, err))
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			c.add(yamlError(err))
+			c.add(yamlError(data, err))
 		} else {
 			c.addf(extra.Line, "", "a second YAML document (after ---): a file holds one")
 		}
@@ -130,15 +125,6 @@ func walk(n *yaml.Node, f func(*yaml.Node)) {
 	for _, ch := range n.Content {
 		walk(ch, f)
 	}
-}
-
-func yamlError(err error) *Error {
-	msg := err.Error()
-	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	return &Error{Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // lines yields each line of data (without its newline) with its number.

@@ -19,8 +19,8 @@ import (
 // deadline that passes before etcd can expire the lease. Every key the node
 // holds (its member key, its shard leases) is attached to it.
 //
-// A Session is safe for concurrent use. Valid, Remaining and Done never
-// block.
+// A Session is safe for concurrent use. Valid, Remaining, Deadline and Done
+// never block.
 type Session struct {
 	cli *clientv3.Client
 	ks  keyspace.Space
@@ -134,6 +134,19 @@ func (s *Session) Remaining() time.Duration {
 		s.lose("safe deadline passed")
 	}
 	return r
+}
+
+// Deadline is the safe deadline as an absolute instant: the node may act
+// while CLOCK_BOOTTIME reads less than it (in nanoseconds since boot); zero
+// once the session ended. It reads no clock, so a caller that hands the
+// deadline to another process on the same host (the exec supervisor) passes
+// exactly this instant, where now + Remaining() would be stretched by any
+// stall between the two clock reads. It satisfies scheduler.DeadlineAt.
+func (s *Session) Deadline() time.Duration {
+	if s.ended.Load() {
+		return 0
+	}
+	return time.Duration(s.deadline.Load())
 }
 
 // Done is closed the moment the session ends: its safe deadline passed (a

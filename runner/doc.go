@@ -19,7 +19,8 @@
 //
 //   - Nothing external happens once the safe deadline has passed: the
 //     runner reads r.Deadline.Remaining() synchronously right before sending
-//     a request or starting a process, and does not rely on a timer having
+//     a request, and compares CLOCK_BOOTTIME with the deadline's instant
+//     right before starting a process; it does not rely on a timer having
 //     fired (after a pause any goroutine may run first).
 //   - ${NAME} in a job's URL, headers, body and exec env expands only names
 //     starting with SHARDCRON_JOB_; anything else, or an unset name, fails
@@ -34,7 +35,10 @@
 //     binary, in a hidden subcommand; see SuperviseMain) that kills the group
 //     with SIGKILL when the allowance the replica keeps extending over a pipe
 //     runs out on the supervisor's own CLOCK_BOOTTIME, or when the pipe
-//     closes because the replica died.
+//     closes because the replica died. The allowance is exactly the
+//     session's safe deadline, an instant (scheduler.DeadlineAt), never a
+//     time left added to a second clock read, which a stall in between
+//     would stretch; exec refuses a Deadline that has no instant.
 //
 // # Failure model
 //

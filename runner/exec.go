@@ -81,6 +81,7 @@ func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
 type execRun struct {
 	rn      *Runner
 	r       scheduler.Run
+	dl      scheduler.DeadlineAt // r.Deadline, with its instant
 	cmd     *exec.Cmd
 	ctl     *os.File // the supervisor's stdin; ours to write and close
 	jobPid  int
@@ -97,6 +98,10 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	x := r.Job.Exec
 	if len(x.Command) == 0 {
 		return failed("exec: empty command")
+	}
+	dl, ok := r.Deadline.(scheduler.DeadlineAt)
+	if !ok {
+		return failed("%v", ErrNoDeadlineInstant)
 	}
 	env, err := rn.execEnv(r)
 	if err != nil {
@@ -120,8 +125,11 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	// Act only inside the deadline, read synchronously right before start.
-	rem := r.Deadline.Remaining()
-	if rem <= 0 {
+	// The allowance is the safe deadline's own instant on CLOCK_BOOTTIME,
+	// never now + Remaining(): a stall between those two reads would
+	// stretch it.
+	until := int64(dl.Deadline())
+	if boottime() >= until {
 		closeFiles(ctlR, statW, outW)
 		return deadlinePassed("not started")
 	}
@@ -129,13 +137,13 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 		closeFiles(ctlR, statW, outW)
 		return stopped(ctx, r, "not started")
 	}
-	sp, _ := json.Marshal(spec{Argv: x.Command, Dir: x.Dir, Env: env, Until: untilFor(rem), Grace: rn.cfg.KillGrace})
+	sp, _ := json.Marshal(spec{Argv: x.Command, Dir: x.Dir, Env: env, Until: until, Grace: rn.cfg.KillGrace})
 	err = cmd.Start()
 	closeFiles(ctlR, statW, outW) // the supervisor holds its own copies
 	if err != nil {
 		return failed("exec: start supervisor: %v", err)
 	}
-	e := &execRun{rn: rn, r: r, cmd: cmd, ctl: ctlW, waited: make(chan struct{})}
+	e := &execRun{rn: rn, r: r, dl: dl, cmd: cmd, ctl: ctlW, waited: make(chan struct{})}
 	go func() { e.waitErr = cmd.Wait(); close(e.waited) }()
 
 	output := newBoundedOutput(rn.cfg.MaxOutputBytes)
@@ -206,9 +214,9 @@ func (e *execRun) supervise(ctx context.Context, pids <-chan int) (local string)
 		if local != "" {
 			continue
 		}
-		// Extend to exactly the safe deadline, read now; never beyond it.
-		if rem := e.r.Deadline.Remaining(); rem > 0 {
-			e.send(formatUntil(untilFor(rem)))
+		// Extend to exactly the safe deadline's instant; never beyond it.
+		if until := int64(e.dl.Deadline()); boottime() < until {
+			e.send(formatUntil(until))
 		} else {
 			local = reasonDeadline
 			e.send(msgKill + "\n")

@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 			os.Exit(SuperviseMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case replicaMode:
 			os.Exit(replicaMain(os.Args[2:]))
+		case recordingMode:
+			os.Exit(recordingSupervisorMain(os.Args[2:]))
 		}
 	}
 	// Supervisors orphaned by a SIGKILLed replica come back to us, so the
@@ -50,11 +52,14 @@ type slidingDeadline struct{ window time.Duration }
 
 func (d slidingDeadline) Remaining() time.Duration { return d.window }
 
+func (d slidingDeadline) Deadline() time.Duration { return time.Duration(boottime()) + d.window }
+
 // freezableDeadline renews (window away) until Freeze; from then on it runs
 // out window after the freeze, like a lease whose renewals stopped.
 type freezableDeadline struct {
-	window time.Duration
-	frozen atomic.Int64 // UnixNano of the freeze; 0: renewing
+	window     time.Duration
+	frozen     atomic.Int64 // UnixNano of the freeze; 0: renewing
+	frozenBoot atomic.Int64 // CLOCK_BOOTTIME at the freeze; stored before frozen
 }
 
 func (d *freezableDeadline) Remaining() time.Duration {
@@ -64,8 +69,16 @@ func (d *freezableDeadline) Remaining() time.Duration {
 	return d.window
 }
 
+func (d *freezableDeadline) Deadline() time.Duration {
+	if d.frozen.Load() != 0 {
+		return time.Duration(d.frozenBoot.Load()) + d.window
+	}
+	return time.Duration(boottime()) + d.window
+}
+
 func (d *freezableDeadline) Freeze() time.Time {
 	now := time.Now()
+	d.frozenBoot.Store(boottime())
 	d.frozen.Store(now.UnixNano())
 	return now
 }
@@ -73,6 +86,8 @@ func (d *freezableDeadline) Freeze() time.Time {
 type passedDeadline struct{}
 
 func (passedDeadline) Remaining() time.Duration { return 0 }
+
+func (passedDeadline) Deadline() time.Duration { return 0 }
 
 // supervisorArgv starts the test binary as the supervisor. The supervisor
 // starts with an empty environment; env(1) gives it GORACE so that a race

@@ -90,9 +90,6 @@ func boottime() int64 {
 	return ts.Nano()
 }
 
-// untilFor returns the allowance for a safe deadline remaining rem from now.
-func untilFor(rem time.Duration) int64 { return boottime() + int64(rem) }
-
 func formatUntil(until int64) string { return msgUntil + " " + strconv.FormatInt(until, 10) + "\n" }
 
 func formatDone(rep report) string {

@@ -53,6 +53,19 @@ type Deadline interface {
 	Remaining() time.Duration
 }
 
+// DeadlineAt is a Deadline that also knows its safe deadline as an absolute
+// instant (lease.Session is one). A runner that hands the deadline to
+// another process (the exec supervisor) needs the instant itself: computed
+// as now + Remaining(), the deadline would be stretched by any stall
+// between the two clock reads.
+type DeadlineAt interface {
+	Deadline
+	// Deadline is the safe deadline: the node may act while CLOCK_BOOTTIME
+	// reads less than it (nanoseconds since boot); zero when it may no
+	// longer act. It reads no clock and never blocks.
+	Deadline() time.Duration
+}
+
 // Grant hands the scheduler ownership of one shard. The ownership source
 // reads the checkpoint after the acquisition and before the Grant, so the
 // scheduler can finish catch-up before arming any timer for the shard.
@@ -138,7 +151,8 @@ type Run struct {
 	// and is run again because that run was interrupted.
 	Rerun bool
 	// Deadline is the holding session's safe deadline; runners whose work
-	// can outlive the call (exec) keep their supervisor inside it.
+	// can outlive the call (exec) keep their supervisor inside it. It is a
+	// DeadlineAt whenever the Grant's Deadline is one.
 	Deadline Deadline
 }
 

@@ -45,7 +45,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.T
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,
-		Deadline: runDeadline{rec.sh.g},
+		Deadline: newRunDeadline(rec.sh.g),
 	})
 }
 
@@ -73,6 +73,28 @@ func (d runDeadline) Remaining() time.Duration {
 		return 0
 	}
 	return d.g.Deadline.Remaining()
+}
+
+// newRunDeadline passes the session's absolute instant through when the
+// Grant's Deadline has one (DeadlineAt), so the exec supervisor gets
+// exactly that instant.
+func newRunDeadline(g Grant) Deadline {
+	if at, ok := g.Deadline.(DeadlineAt); ok {
+		return runDeadlineAt{runDeadline{g}, at}
+	}
+	return runDeadline{g}
+}
+
+type runDeadlineAt struct {
+	runDeadline
+	at DeadlineAt
+}
+
+func (d runDeadlineAt) Deadline() time.Duration {
+	if d.g.Lost.Err() != nil {
+		return 0
+	}
+	return d.at.Deadline()
 }
 
 // execute runs one tick and reports to Run. The shard is checked right

@@ -40,7 +40,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	// SettleDelay is how long a newly seen member waits before it counts
 	// in the assignment, so a cold start of N replicas rebalances once
-	// rather than N−1 times. Departures count at once. Default 1 s.
+	// rather than N−1 times. Joins that are settling count together: a
+	// settled join waits while another is still settling (for at most four
+	// more settle delays), so replicas added one after another, each within
+	// SettleDelay of the previous, move each shard once. A member once
+	// counted stays counted until it leaves. Departures count at once.
+	// Default 1 s.
 	SettleDelay time.Duration
 	// ResyncEvery is the period of the linearizable re-read of own/ that
 	// backs up the watch (the reconcile loop is level-triggered). Default

@@ -22,7 +22,10 @@
 //   - Every Store transaction is guarded by the shard's token (lease.Guard)
 //     and each record's ModRevision, and is sent only after the session's
 //     Valid() was checked synchronously.
-//   - Joins count after Config.SettleDelay, departures at once; a shard
+//   - Joins count after Config.SettleDelay, departures at once. Joins each
+//     seen within the settle delay of the previous count together, so a
+//     scale-up moves each shard at most once; a member once counted stays
+//     counted until its key goes (a later join never un-counts it). A shard
 //     free for k × Config.OrphanAfter may be taken by the k-th member of its
 //     preference list. It stays there while its desired owner is the same
 //     member incarnation that left it free, and moves to its desired owner by

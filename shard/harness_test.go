@@ -43,6 +43,8 @@ type monitor struct {
 	// live grants by shard, by node
 	grants map[int]map[string]*grantRec
 	bad    []string
+	// acquisitions counts the grants of each shard, by any node.
+	acquisitions map[int]int
 }
 
 type grantRec struct {
@@ -53,13 +55,14 @@ type grantRec struct {
 }
 
 func newMonitor(t testing.TB) *monitor {
-	return &monitor{t: t, grants: map[int]map[string]*grantRec{}}
+	return &monitor{t: t, grants: map[int]map[string]*grantRec{}, acquisitions: map[int]int{}}
 }
 
 func (mo *monitor) acquired(node string, g scheduler.Grant) *grantRec {
 	mo.mu.Lock()
 	defer mo.mu.Unlock()
 	r := &grantRec{node: node, g: g, at: time.Now()}
+	mo.acquisitions[g.Shard]++
 	if mo.grants[g.Shard] == nil {
 		mo.grants[g.Shard] = map[string]*grantRec{}
 	}

@@ -36,7 +36,7 @@ type (
 // view and holdings, never at what changed.
 func (l *loop) reconcile(now time.Time) {
 	me := l.m.cfg.Node
-	names, settle := l.v.counted(now, l.m.cfg.SettleDelay)
+	names, settle := l.counted(now)
 	a := l.assignment(names)
 	l.wakeAt = settle
 

@@ -71,10 +71,9 @@ func (m *Manager) State() State {
 		st.Session = SessionState{Valid: m.sess.Valid(), LeaseID: fmt.Sprintf("%016x", int64(m.sess.LeaseID())),
 			RemainingMs: max(0, m.sess.Remaining().Milliseconds())}
 	}
-	now := time.Now()
 	for n, mv := range m.v.members {
 		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
-			Version: mv.info.Version, Counted: !mv.countAt.After(now)})
+			Version: mv.info.Version, Counted: mv.counted})
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
 	for s := range st.ShardSet {

@@ -22,9 +22,14 @@ type memberView struct {
 	info      MemberInfo
 	lease     int64
 	createRev int64
-	// countAt is when the member starts counting in the assignment: when
-	// first seen plus the settle delay.
+	// countAt is when the member has settled: when first seen plus the
+	// settle delay. It counts in the assignment at countAt or later (see
+	// counted).
 	countAt time.Time
+	// counted is set once the member counts in the assignment and never
+	// cleared: it counts until its key goes (it left, or a new incarnation
+	// replaced it). Written by the loop under Manager.mu.
+	counted bool
 }
 
 type shardView struct {
@@ -88,11 +93,11 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 		info.Node = node
 		mv := &memberView{info: info, lease: kv.Lease, createRev: kv.CreateRevision, countAt: now.Add(l.m.cfg.SettleDelay)}
 		if prev, ok := old.members[node]; ok && prev.createRev == kv.CreateRevision {
-			mv.countAt = prev.countAt
+			mv.countAt, mv.counted = prev.countAt, prev.counted
 		} else if initial && node != l.m.cfg.Node {
 			// Members already there when this node starts are established:
 			// they count at once and never wait for joins to settle.
-			mv.countAt = now.Add(-l.m.cfg.SettleDelay)
+			mv.countAt, mv.counted = now.Add(-l.m.cfg.SettleDelay), true
 		}
 		v.members[node] = mv
 		return
@@ -114,18 +119,38 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 	delete(v.freeSince, s)
 }
 
+// counted returns the members that count at now and when that may change
+// next; it takes Manager.mu, since it marks members counted.
+func (l *loop) counted(now time.Time) ([]string, time.Time) {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	return l.v.counted(now, l.m.cfg.SettleDelay)
+}
+
+// settleHold bounds, in settle delays, how long a stream of joins holds
+// back a member that has settled.
+const settleHold = 4
+
 // counted returns the members that count in the assignment at now, and
-// the earliest time that may change. A join counts once its settle delay
-// has passed and no other join is still settling, so replicas started
-// together (a cold start, a scale-up) count together and the cluster
-// rebalances once, not once per replica. A stream of joins holds a settled
-// member back by at most one more settle delay.
+// the earliest time that may change. A member once counted stays counted
+// until its key goes: a later join never un-counts it, so no shard moves
+// away from a member and back. Joins that have not counted yet count
+// together: a settled join waits while another join is still settling, so
+// replicas started together or one after another, each within the settle
+// delay of the previous (a cold start, a scale-up), count at once and each
+// shard moves at most once. A stream of joins holds a settled member back
+// by at most settleHold settle delays; then every settled join counts.
+// Called under Manager.mu (it marks members counted).
 func (v *view) counted(now time.Time, settle time.Duration) (names []string, next time.Time) {
-	settling := false
+	hold := settleHold * settle
+	settling, forced := false, false
 	for _, mv := range v.members {
-		if mv.countAt.After(now) {
+		switch {
+		case mv.counted:
+		case mv.countAt.After(now):
 			settling = true
-			break
+		case !mv.countAt.Add(hold).After(now):
+			forced = true
 		}
 	}
 	wake := func(t time.Time) {
@@ -135,13 +160,17 @@ func (v *view) counted(now time.Time, settle time.Duration) (names []string, nex
 	}
 	for n, mv := range v.members {
 		switch {
+		case mv.counted:
 		case mv.countAt.After(now):
 			wake(mv.countAt)
-		case settling && mv.countAt.Add(settle).After(now):
-			wake(mv.countAt.Add(settle))
+			continue
+		case settling && !forced:
+			wake(mv.countAt.Add(hold))
+			continue
 		default:
-			names = append(names, n)
+			mv.counted = true
 		}
+		names = append(names, n)
 	}
 	return names, next
 }

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// recordingMode makes the test binary a supervisor that also copies every
+// message it receives from the replica to the file named by its argument.
+const recordingMode = "__test_recording_supervisor"
+
+func recordingSupervisorMain(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "recording supervisor: want the log path")
+		return 2
+	}
+	f, err := os.Create(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer f.Close()
+	return SuperviseMain(nil, io.TeeReader(os.Stdin, f), os.Stdout, os.Stderr)
+}
+
+// stallingDeadline is a safe deadline fixed at the CLOCK_BOOTTIME instant
+// at. Its Remaining reads the clock, then stalls (as a GC pause or a
+// starved CPU would) before it returns: whoever adds the time left to a
+// second clock read gets a deadline stretched by the stall.
+type stallingDeadline struct {
+	at    int64
+	stall time.Duration
+}
+
+func (d stallingDeadline) Remaining() time.Duration {
+	r := time.Duration(d.at - boottime())
+	time.Sleep(d.stall) // the injected stall, between the two reads
+	return r
+}
+
+func (d stallingDeadline) Deadline() time.Duration { return time.Duration(d.at) }
+
+// The supervisor's allowance is the session's safe deadline itself, an
+// instant on CLOCK_BOOTTIME: the first allowance (in the spec) and every
+// extension are exactly that instant, however long the replica stalls
+// between reading the time left and reading the clock.
+func TestExecAllowanceIsTheDeadlineInstant(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "ctl")
+	rn := newRunner(t, func(c *Config) {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Supervisor = []string{"/usr/bin/env", "GORACE=atexit_sleep_ms=0", exe, recordingMode, log}
+		c.ExtendEvery = 50 * time.Millisecond
+	})
+	d := stallingDeadline{at: boottime() + int64(time.Minute), stall: 300 * time.Millisecond}
+	res := rn.Run(context.Background(), testRun(execJob("short", "sleep", "0.5"), d))
+	rn.nextPids(t)
+	if res.Status != scheduler.StatusSucceeded {
+		t.Fatalf("status %s (%s): %s", res.Status, res.Detail, res.Output)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var sp spec
+	if err := json.Unmarshal([]byte(lines[0]), &sp); err != nil {
+		t.Fatalf("first message %q: %v", lines[0], err)
+	}
+	if sp.Until != d.at {
+		t.Errorf("first allowance %d, want the deadline's instant %d (stretched by %v)",
+			sp.Until, d.at, time.Duration(sp.Until-d.at))
+	}
+	extensions := 0
+	for _, l := range lines[1:] {
+		verb, arg := parseLine(l)
+		if verb != msgUntil {
+			continue
+		}
+		extensions++
+		if u, err := strconv.ParseInt(arg, 10, 64); err != nil || u != d.at {
+			t.Errorf("extension %q, want the deadline's instant %d (stretched by %v)", l, d.at, time.Duration(u-d.at))
+		}
+	}
+	if extensions == 0 {
+		t.Error("no extension sent during a 0.5 s job extended every 50 ms")
+	}
+	t.Logf("%d extensions sent", extensions)
+}
+
+// A Deadline without an instant cannot bound a supervisor exactly: exec
+// refuses it before anything starts.
+func TestExecRefusesDeadlineWithoutInstant(t *testing.T) {
+	rn := newRunner(t, nil)
+	res := rn.Run(context.Background(), testRun(execJob("no-instant", "true"), &switchDeadline{}))
+	if res.Status != scheduler.StatusFailed || !strings.Contains(res.Detail, "instant") {
+		t.Fatalf("status %s (%s), want failed for want of an instant", res.Status, res.Detail)
+	}
+}
