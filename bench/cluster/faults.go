@@ -34,6 +34,8 @@ type faultResult struct {
 	Missed       int      `json:"missed"`
 	Duplicates   int      `json:"duplicates"`
 	Stale        int      `json:"stale_rejected"`
+	// MissedAt: missed ticks by second, counted from the fault's tick.
+	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
 }
 
 // runFaults starts a cluster, SIGKILLs one owner (or the leader) half a
@@ -87,6 +89,7 @@ func (b *bench) runFaults(ctx context.Context, system string) ([]faultResult, er
 
 func (f *faultResult) fill(w windowStats) {
 	f.Lag, f.Expected, f.Missed, f.Duplicates, f.Stale = summarise(w.Lags), w.Expected, w.Missed, w.Duplicates, w.Stale
+	f.MissedAt = w.MissedAt
 }
 
 // fault lands one fault on c now and waits until the victim's work has a

@@ -74,6 +74,9 @@ type windowStats struct {
 	Duplicates int
 	Stale      int
 	Lags       []time.Duration // first accepted receipt minus tick
+	// MissedAt counts missed ticks by their offset in seconds from the
+	// window's start, to tell a stretch of missed seconds from a scatter.
+	MissedAt map[int64]int
 }
 
 // window checks every whole-second tick of jobs in [from, to).
@@ -89,6 +92,10 @@ func (l *ledger) window(jobs []string, from, to time.Time) windowStats {
 			n := l.count[k]
 			if n == 0 {
 				w.Missed++
+				if w.MissedAt == nil {
+					w.MissedAt = map[int64]int{}
+				}
+				w.MissedAt[t-from.Unix()]++
 				continue
 			}
 			w.Received++

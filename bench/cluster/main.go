@@ -76,8 +76,8 @@ func parseFlags() (config, error) {
 	quick := flag.Bool("quick", false, "a short run for iterating: rates 200,1000, short windows, scale-out at 1 and 4 replicas")
 	flag.Parse()
 	if *quick {
-		rates, scaleN = "200,1000", "1,4"
-		c.warmup, c.window, c.scaleWindow, c.drain = 2*time.Second, 5*time.Second, 4*time.Second, 8*time.Second
+		quickDefaults(map[string]any{"rates": &rates, "scale-replicas": &scaleN, "warmup": &c.warmup,
+			"window": &c.window, "scale-window": &c.scaleWindow, "drain": &c.drain})
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
@@ -95,6 +95,26 @@ func parseFlags() (config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// quickDefaults sets the -quick values of the flags in vars that were not
+// given on the command line.
+func quickDefaults(vars map[string]any) {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	quick := map[string]any{"rates": "200,1000", "scale-replicas": "1,4", "warmup": 2 * time.Second,
+		"window": 5 * time.Second, "scale-window": 4 * time.Second, "drain": 8 * time.Second}
+	for name, v := range vars {
+		if set[name] {
+			continue
+		}
+		switch p := v.(type) {
+		case *string:
+			*p = quick[name].(string)
+		case *time.Duration:
+			*p = quick[name].(time.Duration)
+		}
+	}
 }
 
 func ints(s string) ([]int, error) {

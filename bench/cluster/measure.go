@@ -65,6 +65,8 @@ type rateResult struct {
 	CPUNodes1k   float64  `json:"cpu_s_per_1k_fires_replicas"`
 	CPUEtcd1k    float64  `json:"cpu_s_per_1k_fires_etcd"`
 	WindowSecond int      `json:"window_s"`
+	// MissedAt: missed ticks by second from the window's start.
+	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
 }
 
 // waitUntil sleeps until t: the benchmark's windows are wall-clock
@@ -107,7 +109,7 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 	r := rateResult{
 		System: c.System, FiresPerSec: c.Jobs, Replicas: c.Replicas, Lag: summarise(w.Lags),
 		Expected: w.Expected, Fires: w.Received, Missed: w.Missed, Duplicates: w.Duplicates, Stale: w.Stale,
-		WindowSecond: int(b.cfg.window.Seconds()),
+		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt,
 	}
 	if n := float64(w.Received); n > 0 {
 		r.PutBytes = (s1.putBytes - s0.putBytes) / n

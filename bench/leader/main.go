@@ -92,7 +92,8 @@ type firer struct {
 }
 
 func (f *firer) fire(name string) {
-	tick := f.mon.tick(name)
+	term := f.el.token()
+	tick := f.mon.tick(name, term, time.Now())
 	req, err := http.NewRequest(http.MethodPost, f.url, nil)
 	if err != nil {
 		return
@@ -102,7 +103,7 @@ func (f *firer) fire(name string) {
 	h.Set("Shardcron-Job", name)
 	h.Set("Shardcron-Tick", tick.UTC().Format(time.RFC3339))
 	h.Set("Shardcron-Shard", "0")
-	h.Set("Shardcron-Fencing-Token", fmt.Sprint(f.el.token()))
+	h.Set("Shardcron-Fencing-Token", fmt.Sprint(term))
 	h.Set("Shardcron-Node", f.node)
 	resp, err := f.client.Do(req)
 	if err != nil {
@@ -112,30 +113,56 @@ func (f *firer) fire(name string) {
 }
 
 // tickMonitor learns each run's scheduled time: gocron passes it only to a
-// SchedulerMonitor (JobSchedulingDelay), synchronously, in the goroutine
-// that then calls the task. Runs of one job are a second apart, so one slot
-// per job name is enough.
+// SchedulerMonitor (JobSchedulingDelay, the first of the job's pending
+// scheduled times), synchronously, in the goroutine that then calls the
+// task. Two corrections make it the run's own tick:
+//   - gocron prunes a job's past scheduled times only when a run completes,
+//     and a follower's runs are skipped, so the first run after an election
+//     reports the follower's oldest time: that run's tick is the current
+//     second (a new leader starts on time);
+//   - while the previous run of the job has not completed, the first
+//     pending time is that run's: a tick already sent is followed by the
+//     next one.
 type tickMonitor struct {
 	gocron.SchedulerMonitor
 	mu    sync.Mutex
-	ticks map[string]time.Time
+	sched map[string]time.Time
+	last  map[string]sent
 }
 
-func newTickMonitor() *tickMonitor { return &tickMonitor{ticks: map[string]time.Time{}} }
+// sent is the last tick a job sent, in the term (election revision) it
+// was sent in.
+type sent struct {
+	term int64
+	tick time.Time
+}
+
+func newTickMonitor() *tickMonitor {
+	return &tickMonitor{sched: map[string]time.Time{}, last: map[string]sent{}}
+}
 
 func (m *tickMonitor) JobSchedulingDelay(j gocron.Job, scheduled, _ time.Time) {
 	m.mu.Lock()
-	m.ticks[j.Name()] = scheduled
+	m.sched[j.Name()] = scheduled
 	m.mu.Unlock()
 }
 
-func (m *tickMonitor) tick(name string) time.Time {
+// tick returns the tick of the run of job name starting now, in term.
+func (m *tickMonitor) tick(name string, term int64, now time.Time) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if t, ok := m.ticks[name]; ok {
-		return t
+	t, ok := m.sched[name]
+	prev, had := m.last[name]
+	switch {
+	case !ok:
+		t = now.Truncate(time.Second)
+	case had && prev.term == term && !t.After(prev.tick):
+		t = prev.tick.Add(time.Second)
+	case (!had || prev.term != term) && now.Sub(t) >= time.Second:
+		t = now.Truncate(time.Second)
 	}
-	return time.Now().Truncate(time.Second)
+	m.last[name] = sent{term, t}
+	return t
 }
 
 func (*tickMonitor) SchedulerStarted()                          {}
