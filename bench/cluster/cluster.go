@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,28 +53,53 @@ func jobNames(prefix string, n int) []string {
 }
 
 // startCluster starts s and waits until it is ready to fire: every shard
-// owned by its desired owner (shardcron), or a leader elected with every
-// candidate campaigning (leader).
-func (b *bench) startCluster(ctx context.Context, s spec) (*cluster, error) {
+// owned by its desired owner (shardcron), or every candidate campaigning
+// (leader). shardcron's jobs are applied only then (`shardcron apply`), so
+// the cold start's rebalancing happens without load. Then it waits until
+// every job has reached led once.
+func (b *bench) startCluster(ctx context.Context, s spec, led *ledger) (*cluster, error) {
 	c := &cluster{spec: s, jobs: jobNames(s.Name, s.Jobs)}
-	var jobsFile string
-	if s.System == systemShardcron {
-		var err error
-		if jobsFile, err = b.writeJobs(c); err != nil {
-			return nil, err
-		}
-	}
 	for i := range s.Replicas {
-		p, err := b.startNode(c, i, jobsFile)
+		p, err := b.startNode(c, i)
 		if err != nil {
 			return c, err
 		}
 		c.nodes = append(c.nodes, p)
 	}
-	return c, pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error { return b.ready(ctx, c) })
+	if err := pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error { return b.ready(ctx, c) }); err != nil {
+		return c, err
+	}
+	if s.System == systemShardcron {
+		if err := b.apply(ctx, c); err != nil {
+			return c, err
+		}
+	}
+	from := time.Now()
+	return c, pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error {
+		if n := led.jobsSeen(c.jobs, from); n < len(c.jobs) {
+			return fmt.Errorf("%d of %d jobs fired", n, len(c.jobs))
+		}
+		return nil
+	})
 }
 
-func (b *bench) startNode(c *cluster, i int, jobsFile string) (*proc, error) {
+// apply stores c's jobs with `shardcron apply`.
+func (b *bench) apply(ctx context.Context, c *cluster) error {
+	file, err := b.writeJobs(c)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(actx, b.shardcronBin, "apply", "-f", file, "--cluster", c.Name, "--etcd-endpoints", b.etcdURL)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: apply: %v\n%s", c.Name, err, out)
+	}
+	return nil
+}
+
+func (b *bench) startNode(c *cluster, i int) (*proc, error) {
 	if c.System == systemLeader {
 		return b.ps.start(c.nodeName(i), b.leaderBin,
 			"--etcd-endpoints", b.etcdURL, "--node-id", c.nodeName(i),
@@ -83,7 +110,7 @@ func (b *bench) startNode(c *cluster, i int, jobsFile string) (*proc, error) {
 		"--cluster", c.Name, "--node-id", c.nodeName(i), "--etcd-endpoints", b.etcdURL,
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", c.TTL.String(), "--shards", fmt.Sprint(c.Shards),
 		"--max-concurrent-runs", fmt.Sprint(c.MaxRuns), "--drain-timeout", "2s",
-		"--jobs", jobsFile, "--log-level", b.cfg.logLevel)
+		"--log-level", b.cfg.logLevel)
 }
 
 func (b *bench) electionPrefix(name string) string { return "/bench/" + name + "/" }

@@ -46,7 +46,7 @@ func (b *bench) runFaults(ctx context.Context, system string) ([]faultResult, er
 	b.sink.setLedger(led)
 	s := spec{System: system, Name: "f-" + system, Replicas: b.cfg.replicas, Jobs: b.cfg.faultJobs,
 		Shards: 256, MaxRuns: b.cfg.maxRuns, Path: "/fire", TTL: b.cfg.faultTTL}
-	c, err := b.startCluster(ctx, s)
+	c, err := b.startCluster(ctx, s, led)
 	if c != nil {
 		defer b.stop(ctx, c)
 	}
@@ -82,8 +82,9 @@ func (b *bench) runFaults(ctx context.Context, system string) ([]faultResult, er
 		}
 		return nil
 	})
-	crash.fill(led.window(c.jobs, crashTick, termTick))
-	graceful.fill(led.window(c.jobs, termTick, end))
+	now := time.Now()
+	crash.fill(led.window(c.jobs, crashTick, termTick, now))
+	graceful.fill(led.window(c.jobs, termTick, end, now))
 	return []faultResult{crash, graceful}, nil
 }
 

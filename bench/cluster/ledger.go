@@ -79,8 +79,10 @@ type windowStats struct {
 	MissedAt map[int64]int
 }
 
-// window checks every whole-second tick of jobs in [from, to).
-func (l *ledger) window(jobs []string, from, to time.Time) windowStats {
+// window checks every whole-second tick of jobs in [from, to). A tick not
+// received by now enters Lags at its lower bound, now minus the tick, so a
+// scheduler that falls behind does not look fast by what it never sent.
+func (l *ledger) window(jobs []string, from, to, now time.Time) windowStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var w windowStats
@@ -96,6 +98,7 @@ func (l *ledger) window(jobs []string, from, to time.Time) windowStats {
 					w.MissedAt = map[int64]int{}
 				}
 				w.MissedAt[t-from.Unix()]++
+				w.Lags = append(w.Lags, now.Sub(time.Unix(t, 0)))
 				continue
 			}
 			w.Received++
@@ -116,6 +119,37 @@ func (l *ledger) missing(jobs []string, from, to time.Time) int {
 			if l.count[tickKey{j, t}] == 0 {
 				n++
 			}
+		}
+	}
+	return n
+}
+
+// jobsSeen counts the jobs of jobs with a fire received at or after t.
+func (l *ledger) jobsSeen(jobs []string, t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	for i := len(l.fires) - 1; i >= 0 && !l.fires[i].At.Before(t); i-- {
+		seen[l.fires[i].Job] = true
+	}
+	n := 0
+	for _, j := range jobs {
+		if seen[j] {
+			n++
+		}
+	}
+	return n
+}
+
+// receivedBetween counts the accepted fires received in [from, to),
+// whatever their tick: the work done while CPU and etcd were measured.
+func (l *ledger) receivedBetween(from, to time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.fires {
+		if !f.At.Before(from) && f.At.Before(to) {
+			n++
 		}
 	}
 	return n

@@ -48,23 +48,27 @@ func (b *bench) snap(ctx context.Context, c *cluster) (etcdSnap, error) {
 
 // rateResult is one steady-state window of one system.
 type rateResult struct {
-	System       string   `json:"system"`
-	FiresPerSec  int      `json:"fires_per_s"`
-	Replicas     int      `json:"replicas"`
-	Lag          lagStats `json:"lag"`
-	Expected     int      `json:"expected"`
-	Fires        int      `json:"fires"`
-	Missed       int      `json:"missed"`
-	Duplicates   int      `json:"duplicates"`
-	Stale        int      `json:"stale_rejected"`
-	PutBytes     float64  `json:"etcd_put_bytes_per_fire"`
-	TxnRPCs      float64  `json:"etcd_txns_per_fire"`
-	MvccTxns     float64  `json:"etcd_mvcc_txns_per_fire"`
-	Puts         float64  `json:"etcd_puts_per_fire"`
-	WALBytes     float64  `json:"etcd_wal_bytes_per_fire"`
-	CPUNodes1k   float64  `json:"cpu_s_per_1k_fires_replicas"`
-	CPUEtcd1k    float64  `json:"cpu_s_per_1k_fires_etcd"`
-	WindowSecond int      `json:"window_s"`
+	System      string   `json:"system"`
+	FiresPerSec int      `json:"fires_per_s"`
+	Replicas    int      `json:"replicas"`
+	Lag         lagStats `json:"lag"`
+	Expected    int      `json:"expected"`
+	Fires       int      `json:"fires"`
+	// Delivered is the fires received while CPU and etcd were measured
+	// (between the two snapshots), whatever their tick: the per-fire
+	// costs divide by it.
+	Delivered    int     `json:"delivered"`
+	Missed       int     `json:"missed"`
+	Duplicates   int     `json:"duplicates"`
+	Stale        int     `json:"stale_rejected"`
+	PutBytes     float64 `json:"etcd_put_bytes_per_fire"`
+	TxnRPCs      float64 `json:"etcd_txns_per_fire"`
+	MvccTxns     float64 `json:"etcd_mvcc_txns_per_fire"`
+	Puts         float64 `json:"etcd_puts_per_fire"`
+	WALBytes     float64 `json:"etcd_wal_bytes_per_fire"`
+	CPUNodes1k   float64 `json:"cpu_s_per_1k_fires_replicas"`
+	CPUEtcd1k    float64 `json:"cpu_s_per_1k_fires_etcd"`
+	WindowSecond int     `json:"window_s"`
 	// MissedAt: missed ticks by second from the window's start.
 	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
 }
@@ -105,13 +109,14 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 		}
 		return nil
 	})
-	w := led.window(c.jobs, from, to)
+	w := led.window(c.jobs, from, to, time.Now())
 	r := rateResult{
 		System: c.System, FiresPerSec: c.Jobs, Replicas: c.Replicas, Lag: summarise(w.Lags),
 		Expected: w.Expected, Fires: w.Received, Missed: w.Missed, Duplicates: w.Duplicates, Stale: w.Stale,
 		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt,
 	}
-	if n := float64(w.Received); n > 0 {
+	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
+	if n := float64(r.Delivered); n > 0 {
 		r.PutBytes = (s1.putBytes - s0.putBytes) / n
 		r.TxnRPCs = (s1.txnRPCs - s0.txnRPCs) / n
 		r.MvccTxns = (s1.mvccTxns - s0.mvccTxns) / n
@@ -129,7 +134,7 @@ func (b *bench) runRate(ctx context.Context, system string, rate int) (rateResul
 	b.sink.setLedger(led)
 	s := spec{System: system, Name: fmt.Sprintf("r%d-%s", rate, system), Replicas: b.cfg.replicas, Jobs: rate,
 		Shards: b.cfg.shards, MaxRuns: b.cfg.maxRuns, Path: "/fire", TTL: b.cfg.ttl}
-	c, err := b.startCluster(ctx, s)
+	c, err := b.startCluster(ctx, s, led)
 	if c != nil {
 		defer b.stop(ctx, c)
 	}

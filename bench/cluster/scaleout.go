@@ -95,7 +95,7 @@ func (b *bench) runScale(ctx context.Context, shards, n int) (scaleResult, error
 	b.sink.setLedger(led)
 	s := spec{System: systemShardcron, Name: fmt.Sprintf("s%d-n%d", shards, n), Replicas: n, Jobs: b.cfg.scaleJobs,
 		Shards: shards, MaxRuns: b.cfg.scaleSlots, Path: "/slow", TTL: b.cfg.ttl}
-	c, err := b.startCluster(ctx, s)
+	c, err := b.startCluster(ctx, s, led)
 	if c != nil {
 		defer b.stop(ctx, c)
 	}
