@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -44,6 +45,7 @@ type config struct {
 	logLevel                         string
 	jsonOut, svgOut                  string
 	keepLogs                         bool
+	replot                           string
 }
 
 func parseFlags() (config, error) {
@@ -73,6 +75,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.jsonOut, "json", "bench/cluster-results.json", "where to write the JSON summary (also printed)")
 	flag.StringVar(&c.svgOut, "svg", "bench/cluster.svg", "where to write the plot")
 	flag.BoolVar(&c.keepLogs, "keep-logs", false, "keep the processes' logs and etcd data even on success")
+	flag.StringVar(&c.replot, "replot", "", "only redraw the plot (-svg) from this JSON summary of an earlier run")
 	quick := flag.Bool("quick", false, "a short run for iterating: rates 200,1000, short windows, scale-out at 1 and 4 replicas")
 	flag.Parse()
 	if *quick {
@@ -147,6 +150,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
 		os.Exit(2)
 	}
+	if cfg.replot != "" {
+		if err := replot(cfg.replot, cfg.svgOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, cfg)
 	stop()
@@ -186,6 +196,19 @@ func run(ctx context.Context, cfg config) int {
 	}
 	ok = true
 	return 0
+}
+
+// replot redraws the SVG from a JSON summary.
+func replot(jsonPath, svgPath string) error {
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	return os.WriteFile(svgPath, []byte(plot(res)), 0o644)
 }
 
 func (b *bench) setup(ctx context.Context) error {

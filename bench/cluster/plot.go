@@ -21,13 +21,15 @@ type panel struct {
 	title, ylabel, xlabel string
 	xs                    []string
 	lines                 []series
+	log                   bool // a log10 y axis (lags span milliseconds to tens of seconds)
 }
 
 // plot draws lag against fires/s for both systems and runs/s against
 // replicas for the scale-out.
 func plot(res results) string {
 	var lag panel
-	lag.title, lag.ylabel, lag.xlabel = "Fire lag vs fires/s (3 replicas)", "lag ms", "fires/s"
+	lag.title, lag.ylabel, lag.xlabel = "Fire lag vs fires/s (3 replicas)", "lag ms (log scale)", "fires/s"
+	lag.log = true
 	rates := map[int]bool{}
 	for _, r := range res.Rate {
 		rates[r.FiresPerSec] = true
@@ -87,10 +89,24 @@ func drawPanel(b *strings.Builder, p panel, x0, y0, w, h float64) {
 			}
 		}
 	}
-	top = niceCeil(top)
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
-		y := y0 + h - h*float64(i)/4
+	// yat maps a value to its height; ticks are the axis labels.
+	var yat func(v float64) float64
+	var ticks []float64
+	if p.log {
+		hi := math.Ceil(math.Log10(math.Max(top, 10)))
+		yat = func(v float64) float64 { return y0 + h - h*math.Log10(math.Max(v, 1))/hi }
+		for k := 0.0; k <= hi; k++ {
+			ticks = append(ticks, math.Pow(10, k))
+		}
+	} else {
+		top = niceCeil(top)
+		yat = func(v float64) float64 { return y0 + h - h*v/top }
+		for i := 0; i <= 4; i++ {
+			ticks = append(ticks, top*float64(i)/4)
+		}
+	}
+	for _, v := range ticks {
+		y := yat(v)
 		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#eee"/>`+"\n", x0, y, x0+w, y)
 		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">%g</text>`+"\n", x0-5, y+4, v)
 	}
@@ -107,7 +123,7 @@ func drawPanel(b *strings.Builder, p panel, x0, y0, w, h float64) {
 			if math.IsNaN(y) || top == 0 {
 				continue
 			}
-			px, py := xat(i), y0+h-h*y/top
+			px, py := xat(i), yat(y)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
 			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", px, py, s.color)
 		}
