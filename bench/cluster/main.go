@@ -186,9 +186,10 @@ func run(ctx context.Context, cfg config) int {
 		return 1
 	}
 	defer b.cli.Close()
-	start := time.Now()
+	start, load := time.Now(), loadAvg()
 	res, err := b.runAll(ctx)
 	res.Duration = time.Since(start).Round(time.Second).String()
+	res.LoadStart, res.LoadEnd = load, loadAvg()
 	report(os.Stdout, res, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
@@ -196,6 +197,19 @@ func run(ctx context.Context, cfg config) int {
 	}
 	ok = true
 	return 0
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // replot redraws the SVG from a JSON summary.

@@ -122,8 +122,12 @@ func report(w io.Writer, res results, cfg config) {
 		fmt.Fprintln(w, "\n## Faults, landed half a second after a tick")
 		fmt.Fprintln(tw, "system\tfault\tgap ms\thandoff p50 ms\thandoff max ms\tlag p99 ms\tmax ms\tticks\tmissed\tdup\tstale\t")
 		for _, f := range res.Faults {
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t\n", f.System, f.Kind, f.GapMs,
-				f.HandoffP50Ms, f.HandoffMaxMs, f.Lag.P99, f.Lag.Max, f.Expected, f.Missed, f.Duplicates, f.Stale)
+			ge := ""
+			if f.Missed > 0 {
+				ge = "≥"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%d\t\n", f.System, f.Kind, f.GapMs,
+				f.HandoffP50Ms, f.HandoffMaxMs, ge, f.Lag.P99, ge, f.Lag.Max, f.Expected, f.Missed, f.Duplicates, f.Stale)
 		}
 		tw.Flush()
 	}
@@ -137,7 +141,7 @@ func report(w io.Writer, res results, cfg config) {
 			fmt.Fprintf(w, "%s  %s: %.3f (%s) %s\n", verdict, t.Name, t.Value, t.Limit, t.Note)
 		}
 	}
-	fmt.Fprintf(w, "\nduration %s\n", res.Duration)
+	fmt.Fprintf(w, "\nduration %s; load average (1, 5, 15 min) at the start %s, at the end %s\n", res.Duration, res.LoadStart, res.LoadEnd)
 	b, _ := json.MarshalIndent(res, "", "  ") // plain structs of numbers and strings
 	fmt.Fprintf(w, "\n%s\n", b)
 	if cfg.jsonOut != "" {

@@ -86,8 +86,9 @@ func (e *elector) term(ctx context.Context) error {
 		// without waiting for the TTL.
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		at := time.Now() // the successor may be elected before Resign returns
 		if el.Resign(rctx) == nil {
-			fmt.Printf("resigned %d\n", time.Now().UnixNano())
+			fmt.Printf("resigned %d\n", at.UnixNano())
 		}
 	}
 	return nil
