@@ -9,16 +9,16 @@ import (
 
 // results is everything one run measured: what the JSON summary holds.
 type results struct {
-	Duration string        `json:"duration"`
+	Duration string `json:"duration"`
 	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute load
 	// averages: the machine is shared, and the figures move with its load.
-	LoadStart string `json:"load_start"`
-	LoadEnd   string `json:"load_end"`
-	Rate     []rateResult  `json:"rate"`
-	Scale    []scaleResult `json:"scaleout"`
-	Faults   []faultResult `json:"faults"`
-	Ratios   []ratio       `json:"ratios"`
-	Targets  []target      `json:"targets"`
+	LoadStart string        `json:"load_start"`
+	LoadEnd   string        `json:"load_end"`
+	Rate      []rateResult  `json:"rate"`
+	Scale     []scaleResult `json:"scaleout"`
+	Faults    []faultResult `json:"faults"`
+	Ratios    []ratio       `json:"ratios"`
+	Targets   []target      `json:"targets"`
 }
 
 // runAll runs the chosen scenarios in order. A scenario that fails is
