@@ -168,19 +168,6 @@ func (l *ledger) completions(from, to time.Time) int {
 	return n
 }
 
-// firesSince returns the accepted fires received at or after t.
-func (l *ledger) firesSince(t time.Time) []fire {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []fire
-	for _, f := range l.fires {
-		if !f.At.Before(t) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // sink is the in-process HTTP receiver: /fire answers at once, /slow holds
 // the run 100 ms (an I/O-bound job) before answering. It feeds whichever
 // ledger the running phase set.
