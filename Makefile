@@ -6,7 +6,7 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit e2e bench lint etcd clean
+.PHONY: build run test test-unit e2e bench bench-cluster lint etcd clean
 
 build:
 	$(GO) build -o $(BIN)/shardcron ./cmd/shardcron
@@ -33,6 +33,15 @@ e2e:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The cluster benchmark: a real etcd, shardcron replicas and the single-leader
+# peer (gocron v2 + etcd elector, its own module in bench/leader) as
+# processes on loopback; prints a table and JSON, writes bench/cluster.svg.
+# About 15 minutes; BENCHFLAGS="-quick" for a short run (see BENCHMARKS.md).
+BENCHFLAGS ?=
+bench-cluster: build etcd
+	cd bench/leader && $(GO) build -o $(CURDIR)/$(BIN)/shardcron-leader .
+	$(GO) run ./bench/cluster -shardcron $(BIN)/shardcron -etcd $(BIN)/etcd -leader $(BIN)/shardcron-leader $(BENCHFLAGS)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

@@ -1,0 +1,250 @@
+// Command cluster is the cluster benchmark (`make bench-cluster`): a real
+// etcd process, N `shardcron server` processes and, side by side, the
+// single-leader peer (gocron v2 with an etcd elector, bench/leader), all on
+// loopback, firing jobs every second into an in-process fencing-aware sink.
+// It prints a table and a JSON summary, writes an SVG plot, and reports
+// PASS/FAIL against issue 11's targets (benchmark figures: it exits 0
+// whatever they say, non-zero only when it could not measure).
+//
+// Every process runs in its own process group with Pdeathsig SIGKILL and is
+// killed on every exit path, Ctrl-C included. Only loopback is used; ports
+// come from the kernel.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// config is the benchmark's flags.
+type config struct {
+	shardcronBin, etcdBin, leaderBin string
+	scenarios                        map[string]bool
+	systems                          []string
+	rates                            []int
+	replicas, shards, maxRuns        int
+	ttl, faultTTL                    time.Duration
+	warmup, window, drain            time.Duration
+	scaleReplicas                    []int
+	scaleShards                      []int
+	scaleJobs, scaleSlots            int
+	scaleWindow                      time.Duration
+	faultJobs                        int
+	logLevel                         string
+	jsonOut, svgOut                  string
+	keepLogs                         bool
+	replot                           string
+}
+
+func parseFlags() (config, error) {
+	var c config
+	var scenarios, systems, rates, scaleN, scaleS string
+	flag.StringVar(&c.shardcronBin, "shardcron", "bin/shardcron", "shardcron binary")
+	flag.StringVar(&c.etcdBin, "etcd", "bin/etcd", "etcd binary")
+	flag.StringVar(&c.leaderBin, "leader", "bin/shardcron-leader", "single-leader peer binary (bench/leader)")
+	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults", "scenarios to run: rate, scaleout, faults")
+	flag.StringVar(&systems, "systems", "shardcron,leader", "systems in the rate and fault scenarios")
+	flag.StringVar(&rates, "rates", "200,1000,5000", "fires per second (jobs every second) of the rate scenario")
+	flag.IntVar(&c.replicas, "replicas", 3, "replicas (and leader candidates) in the rate and fault scenarios")
+	flag.IntVar(&c.shards, "shards", 1024, "shards of the rate scenario's clusters")
+	flag.IntVar(&c.maxRuns, "max-concurrent-runs", 64, "--max-concurrent-runs of the rate and fault scenarios' replicas")
+	flag.DurationVar(&c.ttl, "lease-ttl", 10*time.Second, "lease TTL (election TTL) of the rate scenario")
+	flag.DurationVar(&c.faultTTL, "fault-ttl", 3*time.Second, "lease TTL (election TTL) of the fault scenario")
+	flag.DurationVar(&c.warmup, "warmup", 5*time.Second, "time from ready to the measured window")
+	flag.DurationVar(&c.window, "window", 20*time.Second, "measured window of the rate scenario")
+	flag.DurationVar(&c.drain, "drain", 15*time.Second, "bound on waiting for a window's late ticks")
+	flag.StringVar(&scaleN, "scale-replicas", "1,2,4", "replica counts of the scale-out scenario")
+	flag.StringVar(&scaleS, "scale-shards", "1,256", "shard counts of the scale-out scenario")
+	flag.IntVar(&c.scaleJobs, "scale-jobs", 600, "jobs (every second) offered in the scale-out scenario; more than the slots can run")
+	flag.IntVar(&c.scaleSlots, "scale-slots", 8, "--max-concurrent-runs per replica in the scale-out scenario (each run holds a slot 100 ms)")
+	flag.DurationVar(&c.scaleWindow, "scale-window", 10*time.Second, "measured window of each scale-out cell")
+	flag.IntVar(&c.faultJobs, "fault-jobs", 200, "jobs (every second) in the fault scenario")
+	flag.StringVar(&c.logLevel, "log-level", "info", "shardcron --log-level (info is its default)")
+	flag.StringVar(&c.jsonOut, "json", "bench/cluster-results.json", "where to write the JSON summary (also printed)")
+	flag.StringVar(&c.svgOut, "svg", "bench/cluster.svg", "where to write the plot")
+	flag.BoolVar(&c.keepLogs, "keep-logs", false, "keep the processes' logs and etcd data even on success")
+	flag.StringVar(&c.replot, "replot", "", "only redraw the plot (-svg) from this JSON summary of an earlier run")
+	quick := flag.Bool("quick", false, "a short run for iterating: rates 200,1000, short windows, scale-out at 1 and 4 replicas")
+	flag.Parse()
+	if *quick {
+		quickDefaults(map[string]any{"rates": &rates, "scale-replicas": &scaleN, "warmup": &c.warmup,
+			"window": &c.window, "scale-window": &c.scaleWindow, "drain": &c.drain})
+	}
+	c.scenarios = map[string]bool{}
+	for _, s := range strings.Split(scenarios, ",") {
+		c.scenarios[strings.TrimSpace(s)] = true
+	}
+	c.systems = strings.Split(systems, ",")
+	var err error
+	if c.rates, err = ints(rates); err != nil {
+		return c, err
+	}
+	if c.scaleReplicas, err = ints(scaleN); err != nil {
+		return c, err
+	}
+	if c.scaleShards, err = ints(scaleS); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// quickDefaults sets the -quick values of the flags in vars that were not
+// given on the command line.
+func quickDefaults(vars map[string]any) {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	quick := map[string]any{"rates": "200,1000", "scale-replicas": "1,4", "warmup": 2 * time.Second,
+		"window": 5 * time.Second, "scale-window": 4 * time.Second, "drain": 8 * time.Second}
+	for name, v := range vars {
+		if set[name] {
+			continue
+		}
+		switch p := v.(type) {
+		case *string:
+			*p = quick[name].(string)
+		case *time.Duration:
+			*p = quick[name].(time.Duration)
+		}
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad number %q in %q", f, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// bench is one benchmark run: its processes, etcd, the sink.
+type bench struct {
+	cfg                     config
+	ps                      *procs
+	shardcronBin, leaderBin string
+	etcdURL                 string
+	etcdProc                *proc
+	cli                     *clientv3.Client
+	sink                    *sink
+	sinkURL                 string
+}
+
+func main() {
+	cfg, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		os.Exit(2)
+	}
+	if cfg.replot != "" {
+		if err := replot(cfg.replot, cfg.svgOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, cfg)
+	stop()
+	os.Exit(code)
+}
+
+// run owns every process: whatever happens, they are killed before it
+// returns.
+func run(ctx context.Context, cfg config) int {
+	dir, err := os.MkdirTemp("", "bench-cluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		return 1
+	}
+	b := &bench{cfg: cfg, ps: &procs{dir: dir}, sink: &sink{hold: 100 * time.Millisecond}}
+	ok := false
+	defer func() {
+		b.ps.killAll()
+		if ok && !cfg.keepLogs {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "bench-cluster: logs and etcd data kept in %s\n", dir)
+		}
+	}()
+	if err := b.setup(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		return 1
+	}
+	defer b.cli.Close()
+	start, load := time.Now(), loadAvg()
+	res, err := b.runAll(ctx)
+	res.Duration = time.Since(start).Round(time.Second).String()
+	res.LoadStart, res.LoadEnd = load, loadAvg()
+	report(os.Stdout, res, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		return 1
+	}
+	ok = true
+	return 0
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// replot redraws the SVG from a JSON summary.
+func replot(jsonPath, svgPath string) error {
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	return os.WriteFile(svgPath, []byte(plot(res)), 0o644)
+}
+
+func (b *bench) setup(ctx context.Context) error {
+	var err error
+	for _, p := range []*string{&b.cfg.shardcronBin, &b.cfg.etcdBin, &b.cfg.leaderBin} {
+		if _, err := os.Stat(*p); err != nil {
+			return fmt.Errorf("binary: %w (make bench-cluster builds them)", err)
+		}
+	}
+	b.shardcronBin, b.leaderBin = b.cfg.shardcronBin, b.cfg.leaderBin
+	if b.etcdProc, b.etcdURL, err = b.ps.startEtcd(ctx, b.cfg.etcdBin); err != nil {
+		return err
+	}
+	if b.cli, err = clientv3.New(clientv3.Config{Endpoints: []string{b.etcdURL}, DialTimeout: 5 * time.Second}); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: b.sink, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) // ends with the process; every client of it is a child killed on exit
+	b.sinkURL = "http://" + l.Addr().String()
+	return nil
+}

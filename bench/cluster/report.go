@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"text/tabwriter"
+)
+
+// ratio is shardcron's figure over the leader's at one rate.
+type ratio struct {
+	FiresPerSec int     `json:"fires_per_s"`
+	What        string  `json:"what"`
+	Shardcron   float64 `json:"shardcron"`
+	Leader      float64 `json:"leader"`
+	Ratio       float64 `json:"ratio"`
+}
+
+// target is one of issue 11's targets, judged on this run.
+type target struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit string  `json:"limit"`
+	Pass  bool    `json:"pass"`
+	Note  string  `json:"note,omitempty"`
+}
+
+// evaluate computes the side-by-side ratios and judges the targets.
+func evaluate(res results) ([]ratio, []target) {
+	var ratios []ratio
+	var targets []target
+	byRate := map[int]map[string]rateResult{}
+	for _, r := range res.Rate {
+		if byRate[r.FiresPerSec] == nil {
+			byRate[r.FiresPerSec] = map[string]rateResult{}
+		}
+		byRate[r.FiresPerSec][r.System] = r
+	}
+	for _, rate := range slices.Sorted(maps.Keys(byRate)) {
+		sc, okS := byRate[rate][systemShardcron]
+		ld, okL := byRate[rate][systemLeader]
+		if okS && okL {
+			for _, x := range []struct {
+				what string
+				s, l float64
+			}{{"lag p50", sc.Lag.P50, ld.Lag.P50}, {"lag p99", sc.Lag.P99, ld.Lag.P99}, {"lag max", sc.Lag.Max, ld.Lag.Max},
+				{"cpu replicas /1k fires", sc.CPUNodes1k, ld.CPUNodes1k}, {"cpu etcd /1k fires", sc.CPUEtcd1k, ld.CPUEtcd1k}} {
+				ratios = append(ratios, ratio{rate, x.what, x.s, x.l, div(x.s, x.l)})
+			}
+			pass := sc.Lag.P99 <= 0.5*ld.Lag.P99 && sc.Missed == 0 && sc.Duplicates == 0
+			targets = append(targets, target{Name: fmt.Sprintf("lag p99 at %d fires/s ≤ 0.5× leader, 0 missed, 0 duplicates", rate),
+				Value: div(sc.Lag.P99, ld.Lag.P99), Limit: "≤ 0.5", Pass: pass,
+				Note: fmt.Sprintf("missed %d, duplicates %d", sc.Missed, sc.Duplicates)})
+		}
+		if okS && rate == 1000 {
+			targets = append(targets,
+				target{Name: "etcd bytes put per fire at 1,000 fires/s", Value: sc.PutBytes, Limit: "≤ 400", Pass: sc.PutBytes <= 400},
+				target{Name: "etcd transactions per fire at 1,000 fires/s", Value: sc.TxnRPCs, Limit: "≤ 0.05", Pass: sc.TxnRPCs <= 0.05})
+		}
+	}
+	var one, many float64
+	for _, s := range res.Scale {
+		if s.Shards == 1 && s.Replicas == 4 {
+			one = s.RunsPerSec
+		}
+		if s.Shards == 256 && s.Replicas == 4 {
+			many = s.RunsPerSec
+		}
+	}
+	if one > 0 && many > 0 {
+		targets = append(targets, target{Name: "runs/s, 256 shards over 4 replicas vs 1 shard", Value: many / one, Limit: "≥ 3.5", Pass: many/one >= 3.5})
+	}
+	return ratios, targets
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// report prints the tables and the JSON summary, and writes the JSON file
+// and the plot.
+func report(w io.Writer, res results, cfg config) {
+	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	if len(res.Rate) > 0 {
+		fmt.Fprintln(w, "\n## Fire lag and cost, jobs every second (lag = receipt at the sink − tick)")
+		fmt.Fprintln(w, "(a tick not received by the end of the window + drain counts in the lag at its lower bound, marked ≥)")
+		fmt.Fprintln(tw, "fires/s\tsystem\treplicas\tlag p50 ms\tp99 ms\tmax ms\tfires\tmissed\tdup\tstale\tetcd B put/fire\tetcd txn/fire\tWAL B/fire\tCPU s/1k fires replicas\tetcd\t")
+		for _, r := range res.Rate {
+			ge := ""
+			if r.Missed > 0 {
+				ge = "≥"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.3f\t%.0f\t%.3f\t%.3f\t\n",
+				r.FiresPerSec, r.System, r.Replicas, r.Lag.P50, ge, r.Lag.P99, ge, r.Lag.Max, r.Fires, r.Missed, r.Duplicates, r.Stale,
+				r.PutBytes, r.TxnRPCs, r.WALBytes, r.CPUNodes1k, r.CPUEtcd1k)
+		}
+		tw.Flush()
+	}
+	if len(res.Ratios) > 0 {
+		fmt.Fprintln(w, "\n## shardcron / leader")
+		fmt.Fprintln(tw, "fires/s\tmeasure\tshardcron\tleader\tratio\t")
+		for _, r := range res.Ratios {
+			fmt.Fprintf(tw, "%d\t%s\t%.3f\t%.3f\t%.2f\t\n", r.FiresPerSec, r.What, r.Shardcron, r.Leader, r.Ratio)
+		}
+		tw.Flush()
+	}
+	if len(res.Scale) > 0 {
+		fmt.Fprintln(w, "\n## Scale-out, I/O-bound runs (each holds a slot 100 ms)")
+		fmt.Fprintln(tw, "shards\treplicas\toffered/s\tslots each\truns/s\tceiling runs/s\t")
+		for _, s := range res.Scale {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.0f\t\n", s.Shards, s.Replicas, s.Offered, s.SlotsEach, s.RunsPerSec, s.Ceiling)
+		}
+		tw.Flush()
+	}
+	if len(res.Faults) > 0 {
+		fmt.Fprintln(w, "\n## Faults, landed half a second after a tick")
+		fmt.Fprintln(tw, "system\tfault\tgap ms\thandoff p50 ms\thandoff max ms\tlag p99 ms\tmax ms\tticks\tmissed\tdup\tstale\t")
+		for _, f := range res.Faults {
+			ge := ""
+			if f.Missed > 0 {
+				ge = "≥"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%d\t\n", f.System, f.Kind, f.GapMs,
+				f.HandoffP50Ms, f.HandoffMaxMs, ge, f.Lag.P99, ge, f.Lag.Max, f.Expected, f.Missed, f.Duplicates, f.Stale)
+		}
+		tw.Flush()
+	}
+	if len(res.Targets) > 0 {
+		fmt.Fprintln(w, "\n## Targets (benchmark figures, not tests)")
+		for _, t := range res.Targets {
+			verdict := "FAIL"
+			if t.Pass {
+				verdict = "PASS"
+			}
+			fmt.Fprintf(w, "%s  %s: %.3f (%s) %s\n", verdict, t.Name, t.Value, t.Limit, t.Note)
+		}
+	}
+	fmt.Fprintf(w, "\nduration %s; load average (1, 5, 15 min) at the start %s, at the end %s\n", res.Duration, res.LoadStart, res.LoadEnd)
+	b, _ := json.MarshalIndent(res, "", "  ") // plain structs of numbers and strings
+	fmt.Fprintf(w, "\n%s\n", b)
+	if cfg.jsonOut != "" {
+		if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		}
+	}
+	if cfg.svgOut != "" {
+		if err := os.WriteFile(cfg.svgOut, []byte(plot(res)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-cluster:", err)
+		}
+	}
+}
