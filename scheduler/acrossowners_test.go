@@ -241,3 +241,51 @@ func TestRemovedJobRecordDeletedByOwner(t *testing.T) {
 		}
 	})
 }
+
+// The owner claims ahead and crashes before the tick; the successor runs
+// the claimed tick once (as a possible re-run: it cannot tell a crash
+// before the tick from one just after it started), then hands the shard on
+// gracefully; the third owner runs nothing twice.
+func TestCrashAfterClaimAheadThenHandoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(10 * time.Second))
+		j := jobIn(7, "crashy", "* * * * * *")
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		h3 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h3.stop()
+		h1.runner.behave = work(100 * time.Millisecond)
+		h2.runner.behave = work(100 * time.Millisecond)
+		h3.runner.behave = work(100 * time.Millisecond)
+		g1, lose1 := h1.grant(7, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(12*time.Second + 500*time.Millisecond)) // 13 claimed ahead
+		lose1(ErrDeadline)                                         // the crash: it acts no more
+		sleepUntil(t0.Add(15*time.Second + 300*time.Millisecond))
+		g2, _ := h2.grant(7, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(17*time.Second + 200*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped := h2.s.Drain(ctx, 7)
+		g3, _ := h3.grant(7, 15, &Released{StoppedAt: stopped, Token: 12})
+		h3.s.Acquired(g3)
+		sleepUntil(t0.Add(20*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		var all []time.Time
+		for _, h := range []*harness{h1, h2, h3} {
+			all = append(all, ticksOf(h.runner.all())...)
+		}
+		slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+		if got := secondsFrom(t0, all); !slices.Equal(got, []int{11, 12, 13, 14, 15, 16, 17, 18, 19, 20}) {
+			t.Errorf("ticks run %v, want each of 11..20 once", got)
+		}
+		for _, r := range h2.runner.all() {
+			if r.Tick.Equal(t0.Add(13*time.Second)) != r.Rerun {
+				t.Errorf("successor ran %v with rerun=%v", r.Tick, r.Rerun)
+			}
+		}
+	})
+}

@@ -110,6 +110,9 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 	if t.tick.After(rec.hi) {
 		rec.queue(op{kind: opClaim, tick: t.tick, ahead: true})
 		rec.hi = t.tick
+		if rec.ahead == nil {
+			rec.ahead = make(map[int64]*aheadTick, 2)
+		}
 		rec.ahead[t.tick.UnixNano()] = &aheadTick{}
 		// A tick already due (the horizon reached back past now) waits for
 		// its claim like any other.

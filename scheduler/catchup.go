@@ -14,8 +14,9 @@ import (
 const MaxCatchUpRuns = 1000
 
 // countWalk bounds the ticks walked to count a skipped range; a longer
-// range is counted by extrapolation (the count is then approximate).
-const countWalk = 1024
+// range is counted by extrapolation (exact for evenly spaced ticks,
+// approximate for others).
+const countWalk = 32
 
 // backlog is the rest of a job's catch-up, made one tick at a time, so a
 // long outage costs neither a walk over every missed tick nor the memory of

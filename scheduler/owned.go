@@ -246,12 +246,13 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	for _, rec := range recs {
 		s.arm(rec, now)
 	}
+	sh.g.Checkpoint = Checkpoint{} // decoded into the jobs and orphans: not kept twice
 	log.Info("shard acquired", "jobs", len(recs), "records", len(g.Checkpoint.Records))
 }
 
 // newRec builds the owner's view of a job from its stored record, if any.
 func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
-	rec := &jobRec{sh: sh, e: e, runs: make(map[*run]struct{}), ahead: make(map[int64]*aheadTick)}
+	rec := &jobRec{sh: sh, e: e}
 	sh.jobs[e.job.Name] = rec
 	if !ok {
 		return rec

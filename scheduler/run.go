@@ -30,6 +30,9 @@ type runDone struct {
 func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
 	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, started: now, ctx: ctx, cancel: cancel}
+	if rec.runs == nil {
+		rec.runs = make(map[*run]struct{}, 1)
+	}
 	rec.runs[r] = struct{}{}
 	rec.sh.runs++
 	if rerun {

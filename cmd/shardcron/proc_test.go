@@ -95,6 +95,10 @@ func startProc(t testing.TB, name string, args ...string) *proc {
 		if t.Failed() {
 			t.Logf("---- %s output (last 150 lines) ----\n%s", name, p.log.Tail(150))
 		}
+		// SHARDCRON_TEST_KEEP_LOGS=DIR keeps every process's whole output.
+		if dir := os.Getenv("SHARDCRON_TEST_KEEP_LOGS"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, p.cmd.Process.Pid)), []byte(p.log.Tail(1<<30)), 0o644)
+		}
 	})
 	return p
 }
