@@ -13,11 +13,21 @@
 //     hand requests to it; runs and commits report back to it. Every goroutine
 //     the scheduler starts is joined before Run returns.
 //   - A tick is claimed at most once per generation: only ticks later than
-//     the record's last claimed tick are claimed (an interrupted tick of an
-//     older token is the one exception: it is re-claimed once, as a re-run).
-//   - Only a successful claim leads to a run, and only while a run slot is
-//     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot is
-//     late, not lost, until its starting deadline.
+//     the record's last claimed tick are claimed (a tick in flight under an
+//     older token is the one exception: it is claimed again once).
+//   - Claims go ahead of their ticks (Config.ClaimAhead, raised with the
+//     commit latency): the run starts from a timer at the tick, with no
+//     write in between. A tick whose claim has not landed by then waits
+//     for it (late, not lost). Writes no run waits for (claims ahead,
+//     completions, skips) wait up to flushDelay to share a transaction.
+//   - A run starts only from a landed claim, and only while a run slot is
+//     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot
+//     is late, not lost, until its starting deadline. Waiting ticks sit in a
+//     time-ordered heap; at most maxWaitingPerJob ordinary ticks of a job
+//     wait, the ones past that are recorded as skipped.
+//   - The record carries only what catch-up needs; run history goes to the
+//     Store's History in batches (Config.HistoryFlush) and before a drain
+//     ends.
 //   - Right before every Store.Commit and every Runner.Run the scheduler
 //     checks, synchronously, that the Grant's safe deadline has time left and
 //     its Lost context is not done. It never relies on a timer having fired.
@@ -40,9 +50,14 @@
 //
 // Delivery is at least once across owners and at most once per generation:
 // a run interrupted between its effect and its completion record is run
-// again by the next owner with a larger token (Run.Rerun). Receivers that
-// dedupe on (cluster, job, tick) and reject tokens lower than the highest
-// seen for the shard see each tick take effect once.
+// again by the next owner with a larger token (Run.Rerun). A tick claimed
+// ahead that its owner handed over (after a release's stopped_at) or that
+// was not yet due when the successor took the shard is run once, unmarked;
+// one left by an owner that crashed or was cut off after its tick came due
+// is run as a possible re-run, since nothing tells a crash just before the
+// tick from one just after its run started. Receivers that dedupe on
+// (cluster, job, tick) and reject tokens lower than the highest seen for the
+// shard see each tick take effect once.
 //
 // Runs cancelled by a Drain that timed out, or by the shutdown of Run, are
 // not recorded as complete: they stay in flight and the successor re-runs
