@@ -12,10 +12,13 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// MaxTxnOps is the most comparisons plus operations one Store transaction
-// carries (etcd's default --max-txn-ops is 128 and limits comparisons and
-// each branch separately; counting them together keeps the failure branch,
-// which reads every compared key back, within the limit too).
+// MaxTxnOps is the most comparisons, and the most operations in each
+// branch, one Store transaction carries: etcd's default --max-txn-ops is
+// 128 and etcd 3.7 checks the comparison list and each branch against it
+// separately. A transaction compares each shard's fence and each record's
+// revision, so its comparisons are the binding count; its failure branch
+// reads back exactly the compared keys, and its success branch writes
+// fewer.
 const MaxTxnOps = 128
 
 // store implements scheduler.Store on the Manager's current session.
@@ -24,8 +27,8 @@ type store struct{ m *Manager }
 // Store returns the fenced record store for the scheduler.
 func (m *Manager) Store() scheduler.Store { return store{m} }
 
-// Commit writes in transactions of at most MaxTxnOps comparisons plus
-// operations: one fence comparison (lease.Guard) per distinct shard, one
+// Commit writes in transactions of at most MaxTxnOps comparisons: one
+// fence comparison (lease.Guard) per distinct shard, one
 // ModRevision comparison and one put or delete per write. Right before each
 // transaction it checks the session's Valid() synchronously. When a
 // transaction fails, its failure branch has read every compared key in the
@@ -55,7 +58,7 @@ func (s store) batch(writes []scheduler.Write, pending []int) (batch, rest []int
 	used := 0
 	for _, i := range pending {
 		w := writes[i]
-		cost := 2
+		cost := 1 // the record's comparison (its put or delete is in the other list)
 		if !shards[w.Shard] {
 			cost++
 		}
