@@ -262,7 +262,7 @@ func TestCrashAfterClaimAheadThenHandoff(t *testing.T) {
 		g1, lose1 := h1.grant(7, 9, nil)
 		h1.s.Acquired(g1)
 		sleepUntil(t0.Add(12*time.Second + 500*time.Millisecond)) // 13 claimed ahead
-		lose1(ErrDeadline)                                         // the crash: it acts no more
+		lose1(ErrDeadline)                                        // the crash: it acts no more
 		sleepUntil(t0.Add(15*time.Second + 300*time.Millisecond))
 		g2, _ := h2.grant(7, 12, nil)
 		h2.s.Acquired(g2)

@@ -40,10 +40,18 @@ type timerEntry struct {
 
 type tickHeap []timerEntry
 
-func (h tickHeap) Len() int           { return len(h) }
-func (h tickHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h tickHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *tickHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h tickHeap) Len() int { return len(h) }
+func (h tickHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	// At one instant, due ticks first: runs start before the claims of
+	// their successors are queued (with a one-second horizon, a per-second
+	// job's tick and its successor's claim fall on the same instant).
+	return h[i].kind == timerDue && h[j].kind != timerDue
+}
+func (h tickHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *tickHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
 func (h *tickHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]

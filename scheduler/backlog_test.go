@@ -68,7 +68,7 @@ func TestWaitingTicksBounded(t *testing.T) {
 		defer h.stop()
 		h.runner.behave = func(ctx context.Context, r Run) Result {
 			if r.Job.Name == hog.Name {
-				return work(100 * time.Second)(ctx, r)
+				return work(100*time.Second)(ctx, r)
 			}
 			return Result{Status: StatusSucceeded}
 		}

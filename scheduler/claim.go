@@ -18,7 +18,7 @@ const (
 // its tick, a completion, a skip) may wait for others to share its
 // transaction. A per-second job's completion and its next tick's claim,
 // queued a few milliseconds apart, so cost one write.
-const flushDelay = 50 * time.Millisecond
+const flushDelay = 100 * time.Millisecond
 
 func (rec *jobRec) queue(o op) { rec.queued = append(rec.queued, o) }
 
@@ -150,7 +150,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	}
 	ops := rec.queued
 	rec.queued = nil
-	want := apply(rec.committed, rec.e.job.Name, rec.sh.g.Token, ops)
+	want := apply(rec.committed, rec.sh.g.Token, ops)
 	val, err := want.Encode()
 	if err != nil { // a time out of JSON's range; cannot happen for cron ticks
 		s.log.Error("record does not encode; job parked", append(rec.logArgs(), "err", err)...)

@@ -141,7 +141,7 @@ func (f *fakeStore) apply(w Write) int64 {
 		before, _ = DecodeRecord(old.Value)
 	}
 	r, err := DecodeRecord(w.Value)
-	if err != nil || r.Job != w.Job || r.Token != w.Token {
+	if err != nil || r.Token != w.Token {
 		f.t.Errorf("fakeStore: bad record for %s: %v %+v", w.Job, err, r)
 	}
 	for _, fl := range r.InFlight {

@@ -22,8 +22,9 @@ const RecordFormat = 1
 // written only under the shard's fence and the record's own ModRevision. It
 // carries only what catch-up needs (DESIGN.md "What a fire costs etcd").
 type Record struct {
-	Format int    `json:"format"`
-	Job    string `json:"job"`
+	Format int `json:"format"`
+	// Job is what a previous release wrote; the key names the job.
+	Job string `json:"job,omitempty"`
 	// Token is the token of the owner that wrote the record last.
 	Token int64 `json:"token"`
 	// LastClaimed is the latest tick decided: claimed to run (now or ahead
@@ -113,11 +114,11 @@ type op struct {
 }
 
 // apply returns rec with ops applied by the owner holding token.
-func apply(rec Record, job string, token int64, ops []op) Record {
+func apply(rec Record, token int64, ops []op) Record {
 	rec.InFlight = slices.Clone(rec.InFlight)
 	rec.History = nil // kept by History now
 	rec.Format = RecordFormat
-	rec.Job = job
+	rec.Job = "" // the key names it: fewer bytes on every fire
 	rec.Token = token
 	for _, o := range ops {
 		switch o.kind {
