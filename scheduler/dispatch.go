@@ -142,10 +142,11 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	if rec.active > 0 && !w.reclaim {
 		switch job.Concurrency {
 		case config.ConcurrencyForbid:
-			// Forbid skips an ordinary tick only when a run that is still
-			// going had started by the tick. A claim whose outcome is not
-			// back yet is no run: the tick waits behind it (late, not
-			// lost), and so do caught-up ticks behind a run.
+			// Forbid skips an ordinary tick only when an ordinary run that
+			// is still going had started by the tick. A claim whose outcome
+			// is not back yet is no run: the tick waits behind it (late,
+			// not lost); caught-up ticks wait behind a run, and ordinary
+			// ones behind a catch-up.
 			if rec.runningAt(w.tick) && !w.caughtUp {
 				s.skipTick(w, "concurrency forbid: previous run still active")
 				return decided
@@ -168,12 +169,12 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	rec.active++
 	if w.ahead && rec.ahead[w.tick.UnixNano()] != nil {
 		delete(rec.ahead, w.tick.UnixNano())
-		s.startRun(rec, w.tick, false, now)
+		s.startRun(rec, w.tick, false, false, now)
 		return decided
 	}
 	// Not claimed yet (caught up, re-claimed, or its ahead claim lost to a
 	// stale record): claim it now; the run starts when the claim lands.
-	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun})
+	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim})
 	if w.tick.After(rec.hi) {
 		rec.hi = w.tick
 	}

@@ -110,6 +110,7 @@ type op struct {
 	tick  time.Time
 	rerun bool
 	ahead bool  // opClaim before the tick is due: no run slot held
+	late  bool  // opClaim of a tick caught up or taken over: forbid holds later ticks behind its run
 	count int64 // opSkip: ticks it stands for (0 means 1)
 }
 

@@ -12,6 +12,7 @@ type run struct {
 	sh      *ownedShard
 	tick    time.Time
 	rerun   bool
+	late    bool      // a tick caught up or taken over: forbid skips nothing behind it
 	started time.Time // when the claim landed and the run began
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -27,9 +28,9 @@ type runDone struct {
 
 // startRun starts the run of a claimed tick in its own goroutine, under the
 // shard's context (so a loss cancels it with the loss's cause).
-func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.Time) {
+func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late bool, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
-	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, started: now, ctx: ctx, cancel: cancel}
+	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, started: now, ctx: ctx, cancel: cancel}
 	if rec.runs == nil {
 		rec.runs = make(map[*run]struct{}, 1)
 	}
@@ -52,15 +53,22 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun bool, now time.T
 	})
 }
 
-// runningAt reports whether a run of the job that is still going had
-// started by t.
+// runningAt reports whether an ordinary run of the job that is still going
+// had started by t. A job still catching up (a missed tick or one taken
+// over is running, or more are to come) is behind, not busy: its later
+// ticks queue behind the catch-up instead of being skipped.
 func (rec *jobRec) runningAt(t time.Time) bool {
-	for r := range rec.runs {
-		if !r.started.After(t) {
-			return true
-		}
+	if rec.backlog != nil {
+		return false
 	}
-	return false
+	busy := false
+	for r := range rec.runs {
+		if r.late {
+			return false
+		}
+		busy = busy || !r.started.After(t)
+	}
+	return busy
 }
 
 // runDeadline is the Deadline a run carries: the session's safe deadline,

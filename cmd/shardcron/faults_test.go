@@ -60,7 +60,13 @@ func writeFaultJobs(t *testing.T, ledgerURL string) string {
 	var b strings.Builder
 	b.WriteString("jobs:\n")
 	for i := range faultJobs {
-		fmt.Fprintf(&b, "  - name: fault-job-%02d\n    schedule: \"* * * * * *\"\n    http: {url: %q, method: POST}\n    timeout: 5s\n    concurrency: allow\n    misfire: run_all\n    starting_deadline: 1m\n", i, ledgerURL)
+		// Half the jobs take the default concurrency policy (forbid): its
+		// catch-up must miss no tick either.
+		concurrency := "\n    concurrency: allow"
+		if i%2 == 1 {
+			concurrency = ""
+		}
+		fmt.Fprintf(&b, "  - name: fault-job-%02d\n    schedule: \"* * * * * *\"\n    http: {url: %q, method: POST}\n    timeout: 5s%s\n    misfire: run_all\n    starting_deadline: 1m\n", i, ledgerURL, concurrency)
 	}
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
