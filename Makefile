@@ -72,6 +72,7 @@ E2E_FLAGS ?= -count=1 -timeout 18m -v
 e2e-images: image etcd-image
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/static/ledger ./e2e/ledger
 	deploy/docker/build.sh deploy/docker/ledger.Dockerfile $(E2E_LEDGER_IMAGE) $(BIN)/static/ledger $(CA_BUNDLE)
+	@git cat-file -e $(E2E_OLD_COMMIT)^{commit} || { echo "E2E_OLD_COMMIT $(E2E_OLD_COMMIT) is not in this clone's history (git fetch --unshallow)" >&2; exit 1; }
 	@old=$$(mktemp -d) && trap 'rm -rf "$$old"' EXIT && \
 	git archive $(E2E_OLD_COMMIT) | tar -x -C "$$old" && \
 	(cd "$$old" && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(E2E_OLD_COMMIT) -X main.commit=$(E2E_OLD_COMMIT)' -o shardcron ./cmd/shardcron) && \
@@ -81,6 +82,7 @@ e2e: e2e-images
 	$(GO) vet -tags e2e ./e2e/...
 	SHARDCRON_E2E_IMAGE=$(IMAGE) SHARDCRON_E2E_OLD_IMAGE=$(E2E_OLD_IMAGE) \
 	SHARDCRON_E2E_ETCD_IMAGE=$(ETCD_IMAGE) SHARDCRON_E2E_LEDGER_IMAGE=$(E2E_LEDGER_IMAGE) \
+	SHARDCRON_E2E_LOGS=$(CURDIR)/$(BIN)/e2e-logs \
 	$(GO) test -tags e2e $(E2E_FLAGS) ./e2e/
 
 bench:
