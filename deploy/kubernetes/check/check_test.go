@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -226,9 +225,28 @@ func checkWorkload(t *testing.T, objs []any) {
 	if !nodeID {
 		t.Error("SHARDCRON_NODE_ID must come from the pod's name (downward API)")
 	}
-	if len(find[*policyv1.PodDisruptionBudget](objs)) != 1 {
-		t.Error("want one PodDisruptionBudget")
+	// The Deployment, the PodDisruptionBudget and the Service all select
+	// the replicas' pods.
+	podLabels := deps[0].Spec.Template.Labels
+	selects := func(what string, sel map[string]string) {
+		if len(sel) == 0 {
+			t.Errorf("%s has no selector", what)
+		}
+		for k, v := range sel {
+			if podLabels[k] != v {
+				t.Errorf("%s selects %s=%s, which the pods do not carry", what, k, v)
+			}
+		}
 	}
+	if deps[0].Spec.Selector == nil {
+		t.Fatal("deployment has no selector")
+	}
+	selects("deployment", deps[0].Spec.Selector.MatchLabels)
+	pdbs := find[*policyv1.PodDisruptionBudget](objs)
+	if len(pdbs) != 1 || pdbs[0].Spec.Selector == nil {
+		t.Fatal("want one PodDisruptionBudget with a selector")
+	}
+	selects("pdb", pdbs[0].Spec.Selector.MatchLabels)
 	// Every ConfigMap the pod refers to exists under its generated name.
 	cms := map[string]bool{}
 	for _, cm := range find[*corev1.ConfigMap](objs) {
@@ -240,9 +258,7 @@ func checkWorkload(t *testing.T, objs []any) {
 		}
 	}
 	for _, s := range find[*corev1.Service](objs) {
-		if !strings.HasPrefix(s.Name, "shardcron") || len(s.Spec.Selector) == 0 {
-			t.Errorf("service %s must select the replicas", s.Name)
-		}
+		selects("service "+s.Name, s.Spec.Selector)
 	}
 }
 
