@@ -43,8 +43,8 @@ func isolate(t *testing.T, c *cluster, f *figures, what string, cut, heal []stri
 	// The safe deadline is the last renewal's send time + TTL - margin, so
 	// nothing the victim sends may reach the ledger after start + TTL.
 	acted, accepted := c.actedDuring(victim, start.Add(ttl), healed)
-	f.add(t, "%s %s holding %d shards: taken over in %v (bound %v), rejoined %v after heal; fires from it past TTL: %d (accepted %d); %s",
-		what, victim, len(held), takeover.Round(time.Millisecond), ttl+time.Second, rejoin.Round(time.Millisecond), acted, accepted, r)
+	f.add(t, "%s %s holding %d shards: taken over in %v (DESIGN bound %v, asserted %v), rejoined %v after heal; fires from it past TTL: %d (accepted %d); %s",
+		what, victim, len(held), takeover.Round(time.Millisecond), ttl+time.Second, takeoverBound, rejoin.Round(time.Millisecond), acted, accepted, r)
 	if takeover > takeoverBound {
 		t.Errorf("takeover took %v, over TTL + 1 s (+2 s measurement slack) = %v", takeover, takeoverBound)
 	}
