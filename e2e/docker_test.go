@@ -57,21 +57,30 @@ func newPrefix() string {
 }
 
 // removeLabelled removes the containers (with their anonymous volumes) and
-// networks labelled with value, or with any value when value is "".
+// networks labelled with value, or with any value when value is "". A slow
+// or failing docker call is retried for up to two minutes, and whatever is
+// left then is named in the test log.
 func removeLabelled(t testing.TB, value string) {
 	filter := "label=" + label
 	if value != "" {
 		filter += "=" + value
 	}
-	if ids, err := docker("ps", "-aq", "--filter", filter); err == nil && ids != "" {
-		if _, err := docker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...); err != nil {
-			t.Logf("cleanup: %v", err)
+	_, err := poll.UntilEvery(time.Second, 2*time.Minute, func() error {
+		ids, err := docker("ps", "-aq", "--filter", filter)
+		if err == nil && ids != "" {
+			_, err = docker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
 		}
-	}
-	if ids, err := docker("network", "ls", "-q", "--filter", filter); err == nil && ids != "" {
-		if _, err := docker(append([]string{"network", "rm"}, strings.Fields(ids)...)...); err != nil {
-			t.Logf("cleanup: %v", err)
+		if err != nil {
+			return err
 		}
+		nets, err := docker("network", "ls", "-q", "--filter", filter)
+		if err == nil && nets != "" {
+			_, err = docker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("cleanup of %s left resources behind: %v", filter, err)
 	}
 }
 
