@@ -93,7 +93,9 @@ func saveLogs(t testing.TB, prefix string) {
 		return
 	}
 	for _, n := range strings.Fields(names) {
-		out, _ := exec.Command("docker", "logs", "-t", n).CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+		out, _ := exec.CommandContext(ctx, "docker", "logs", "-t", n).CombinedOutput()
+		cancel()
 		_ = os.WriteFile(filepath.Join(dir, n+".log"), out, 0o644)
 	}
 	t.Logf("container logs of the failed run: %s", dir)
