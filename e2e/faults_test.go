@@ -39,7 +39,7 @@ func isolate(t *testing.T, c *cluster, f *figures, what string, cut, heal []stri
 	healed := time.Now()
 	mustDocker(t, append(heal, c.container(victim))...)
 	rejoin := c.waitStable("after healing " + victim)
-	r := c.verify(from, lastTick(), true)
+	r := c.verify(from, settledTo(), true)
 	// The safe deadline is the last renewal's send time + TTL - margin, so
 	// nothing the victim sends may reach the ledger after start + TTL.
 	acted, accepted := c.actedDuring(victim, start.Add(ttl), healed)
@@ -138,6 +138,6 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 		}
 		versions = append(versions, fmt.Sprintf("%s %v", img, vs))
 	}
-	r := c.verify(from, lastTick(), false)
+	r := c.verify(from, settledTo(), false)
 	f.add(t, "%v; %s", versions, r)
 }
