@@ -6,7 +6,7 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit e2e bench bench-cluster lint etcd clean
+.PHONY: build run test test-unit e2e bench bench-cluster lint etcd clean image etcd-image static k8s-check k8s-rules e2e-images
 
 build:
 	$(GO) build -o $(BIN)/shardcron ./cmd/shardcron
@@ -18,18 +18,72 @@ run: build
 	$(BIN)/shardcron dev --replicas 3 --jobs examples/jobs.yaml $(RUNFLAGS)
 
 # The whole suite against real etcd: embedded for in-process tests, a real
-# etcd process (built from the module) for multi-process tests.
+# etcd process (built from the module) for multi-process tests; then the
+# static check of the Kubernetes manifests (its own module, see k8s-check).
 test: etcd
 	$(GO) vet $(PKGS)
 	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(TESTFLAGS) $(PKGS)
+	$(MAKE) k8s-check
+
+# Renders deploy/kubernetes with kustomize (krusty) and decodes every object
+# strictly into its typed API. Its heavy dependencies (k8s.io/api, kustomize,
+# prometheus-operator) live in deploy/kubernetes/check/go.mod, never in ours.
+k8s-check:
+	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# Regenerates the monitoring component's PrometheusRule from
+# deploy/prometheus/alerts.yaml (k8s-check fails while they differ).
+k8s-rules:
+	cd deploy/kubernetes/check && $(GO) test -count=1 ./... -args -update
 
 # A real etcd binary, built from the same module as the embedded server.
 etcd: $(BIN)/etcd
 $(BIN)/etcd: go.mod go.sum
 	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 
-e2e:
-	@echo "no end-to-end suite yet" >&2; exit 1
+# Images: FROM scratch around static binaries built here (no base image is
+# pulled). Names are overridable, e.g. IMAGE=registry.example/shardcron:1.0.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+IMAGE      ?= shardcron:latest
+ETCD_IMAGE ?= shardcron-etcd:$(ETCD_VERSION)
+ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' go.mod)
+STATIC_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)'
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+
+static:
+	$(STATIC_BUILD) -o $(BIN)/static/shardcron ./cmd/shardcron
+
+image: static
+	deploy/docker/build.sh deploy/docker/shardcron.Dockerfile $(IMAGE) $(BIN)/static/shardcron $(CA_BUNDLE)
+
+etcd-image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/static/etcd go.etcd.io/etcd/server/v3
+	deploy/docker/build.sh deploy/docker/etcd.Dockerfile $(ETCD_IMAGE) $(BIN)/static/etcd $(CA_BUNDLE)
+
+# The end-to-end suite on Docker (e2e/, build tag e2e): the current image,
+# etcd, the ledger sink, and for the rolling upgrade an image of an earlier
+# commit of main, one from before the record format last changed.
+E2E_OLD_COMMIT ?= a523c39
+E2E_OLD_IMAGE  ?= shardcron:e2e-old-$(E2E_OLD_COMMIT)
+E2E_LEDGER_IMAGE ?= shardcron-e2e-ledger:latest
+E2E_FLAGS ?= -count=1 -timeout 18m -v
+
+e2e-images: image etcd-image
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/static/ledger ./e2e/ledger
+	deploy/docker/build.sh deploy/docker/ledger.Dockerfile $(E2E_LEDGER_IMAGE) $(BIN)/static/ledger $(CA_BUNDLE)
+	@git cat-file -e $(E2E_OLD_COMMIT)^{commit} || { echo "E2E_OLD_COMMIT $(E2E_OLD_COMMIT) is not in this clone's history (git fetch --unshallow)" >&2; exit 1; }
+	@old=$$(mktemp -d) && trap 'rm -rf "$$old"' EXIT && \
+	git archive $(E2E_OLD_COMMIT) | tar -x -C "$$old" && \
+	(cd "$$old" && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(E2E_OLD_COMMIT) -X main.commit=$(E2E_OLD_COMMIT)' -o shardcron ./cmd/shardcron) && \
+	deploy/docker/build.sh deploy/docker/shardcron.Dockerfile $(E2E_OLD_IMAGE) "$$old/shardcron" $(CA_BUNDLE)
+
+e2e: e2e-images
+	$(GO) vet -tags e2e ./e2e/...
+	SHARDCRON_E2E_IMAGE=$(IMAGE) SHARDCRON_E2E_OLD_IMAGE=$(E2E_OLD_IMAGE) \
+	SHARDCRON_E2E_ETCD_IMAGE=$(ETCD_IMAGE) SHARDCRON_E2E_LEDGER_IMAGE=$(E2E_LEDGER_IMAGE) \
+	SHARDCRON_E2E_LOGS=$(CURDIR)/$(BIN)/e2e-logs \
+	$(GO) test -tags e2e $(E2E_FLAGS) ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

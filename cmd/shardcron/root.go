@@ -36,7 +36,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "shardcron %s\n", version)
+			_, err := fmt.Fprintf(c.OutOrStdout(), "shardcron %s (commit %s)\n", version, commit)
 			return err
 		},
 	}

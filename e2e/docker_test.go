@@ -1,0 +1,137 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
+)
+
+// label marks every container and network the suite creates; its value is
+// the run's prefix.
+const label = "io.shardcron.e2e"
+
+// dockerTimeout bounds one docker CLI call: a stop waits for a drain.
+const dockerTimeout = 90 * time.Second
+
+// docker runs the docker CLI and returns its trimmed standard output.
+func docker(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return strings.TrimSpace(string(out)), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// mustDocker is docker, failing the test on an error.
+func mustDocker(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := docker(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// newPrefix names one run: unique, short, valid as a container name.
+func newPrefix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "sce2e-" + hex.EncodeToString(b)
+}
+
+// removeLabelled removes the containers (with their anonymous volumes) and
+// networks labelled with value, or with any value when value is "". A slow
+// or failing docker call is retried for up to two minutes, and whatever is
+// left then is named in the test log.
+func removeLabelled(t testing.TB, value string) {
+	filter := "label=" + label
+	if value != "" {
+		filter += "=" + value
+	}
+	_, err := poll.UntilEvery(time.Second, 2*time.Minute, func() error {
+		ids, err := docker("ps", "-aq", "--filter", filter)
+		if err == nil && ids != "" {
+			_, err = docker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
+		}
+		if err != nil {
+			return err
+		}
+		nets, err := docker("network", "ls", "-q", "--filter", filter)
+		if err == nil && nets != "" {
+			_, err = docker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("cleanup of %s left resources behind: %v", filter, err)
+	}
+}
+
+// saveLogs keeps every container's log of a failed run, in
+// $SHARDCRON_E2E_LOGS (default: the system's temporary directory).
+func saveLogs(t testing.TB, prefix string) {
+	dir := filepath.Join(cmp.Or(os.Getenv("SHARDCRON_E2E_LOGS"), os.TempDir()), prefix)
+	names, err := docker("ps", "-a", "--filter", "label="+label+"="+prefix, "--format", "{{.Names}}")
+	if err != nil || names == "" || os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	for _, n := range strings.Fields(names) {
+		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+		out, _ := exec.CommandContext(ctx, "docker", "logs", "-t", n).CombinedOutput()
+		cancel()
+		_ = os.WriteFile(filepath.Join(dir, n+".log"), out, 0o644)
+	}
+	t.Logf("container logs of the failed run: %s", dir)
+}
+
+// image names an image from the environment `make e2e` sets.
+func image(t testing.TB, env string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		t.Fatalf("%s is not set: run the suite with `make e2e`, which builds the images", env)
+	}
+	if _, err := docker("image", "inspect", "-f", "{{.Id}}", v); err != nil {
+		t.Fatalf("%s=%s: %v", env, v, err)
+	}
+	return v
+}
+
+// ipOn returns a container's address on one network.
+func ipOn(t testing.TB, container, network string) string {
+	t.Helper()
+	ip := mustDocker(t, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", network), container)
+	if ip == "" || ip == "<no value>" {
+		t.Fatalf("%s has no address on %s", container, network)
+	}
+	return ip
+}
+
+// eventually polls cond every 100 ms until it returns nil or the bound
+// passes (then the test fails with cond's last error), and returns how long
+// it took.
+func eventually(t testing.TB, bound time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	d, err := poll.UntilEvery(100*time.Millisecond, bound, cond)
+	if err != nil {
+		t.Fatalf("%s: not within %v: %v", what, bound, err)
+	}
+	return d
+}

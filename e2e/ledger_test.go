@@ -1,0 +1,161 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// fire is one request the ledger received (e2e/ledger's JSON).
+type fire struct {
+	Job      string    `json:"job"`
+	Tick     time.Time `json:"tick"`
+	Shard    int       `json:"shard"`
+	Token    int64     `json:"token"`
+	Node     string    `json:"node"`
+	Rerun    bool      `json:"rerun"`
+	At       time.Time `json:"at"`
+	Accepted bool      `json:"accepted"`
+}
+
+func (c *cluster) fires() ([]fire, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(c.ledgerURL + "/ledger")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ledger: %s", resp.Status)
+	}
+	var fs []fire
+	return fs, json.NewDecoder(resp.Body).Decode(&fs)
+}
+
+// report is the ledger over the ticks of one scenario.
+type report struct {
+	from, to                                  time.Time
+	expected, accepted, rejected, missed, dup int
+	reruns                                    int
+	maxLate                                   time.Duration
+	missedTicks, badDups                      []string
+}
+
+// analyse counts, for every job and every tick in [from, to], the accepted
+// fires. A repeat is allowed only when allowReruns (a fault that can land
+// between a run's effect and its completion record) and it is a marked
+// re-run: DESIGN.md's only licence for a tick accepted twice.
+func analyse(fs []fire, from, to time.Time, allowReruns bool) report {
+	r := report{from: from, to: to}
+	got := map[string][]fire{}
+	for _, f := range fs {
+		if f.Tick.Before(from) || f.Tick.After(to) {
+			continue
+		}
+		if !f.Accepted {
+			r.rejected++
+			continue
+		}
+		r.accepted++
+		if f.Rerun {
+			r.reruns++
+		}
+		k := f.Job + "@" + f.Tick.UTC().Format(time.RFC3339)
+		got[k] = append(got[k], f)
+		r.maxLate = max(r.maxLate, f.At.Sub(f.Tick))
+	}
+	for i := range jobCount {
+		job := fmt.Sprintf("e2e-job-%02d", i)
+		for tick := from; !tick.After(to); tick = tick.Add(time.Second) {
+			r.expected++
+			k := job + "@" + tick.UTC().Format(time.RFC3339)
+			fs := got[k]
+			if len(fs) == 0 {
+				r.missed++
+				r.missedTicks = append(r.missedTicks, job+"@"+tick.UTC().Format("15:04:05"))
+				continue
+			}
+			for _, d := range fs[1:] {
+				r.dup++
+				if !allowReruns || !d.Rerun {
+					r.badDups = append(r.badDups, fmt.Sprintf("%s (nodes %s then %s, rerun=%v)", k, fs[0].Node, d.Node, d.Rerun))
+				}
+			}
+		}
+	}
+	slices.Sort(r.missedTicks)
+	return r
+}
+
+func (r report) String() string {
+	return fmt.Sprintf("ticks %s..%s: expected %d, accepted %d, missed %d, duplicates %d (re-runs %d), stale rejected %d, max lateness %v",
+		r.from.UTC().Format("15:04:05"), r.to.UTC().Format("15:04:05"), r.expected, r.accepted, r.missed, r.dup, r.reruns, r.rejected, r.maxLate.Round(time.Millisecond))
+}
+
+// verify waits (bounded) until every tick in [from, to] of every job has
+// reached the ledger, then fails the test on a missed tick or a duplicate
+// DESIGN.md does not allow, and returns the report.
+func (c *cluster) verify(from, to time.Time, allowReruns bool) report {
+	c.t.Helper()
+	var r report
+	deadline := to.Add(30 * time.Second)
+	for {
+		fs, err := c.fires()
+		if err == nil {
+			r = analyse(fs, from, to, allowReruns)
+			if r.missed == 0 || time.Now().After(deadline) {
+				break
+			}
+		} else if time.Now().After(deadline) {
+			c.t.Fatalf("ledger: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval, bounded by deadline
+	}
+	if r.missed > 0 {
+		c.t.Errorf("%d ticks missed: %s", r.missed, strings.Join(r.missedTicks[:min(20, len(r.missedTicks))], ", "))
+	}
+	if len(r.badDups) > 0 {
+		c.t.Errorf("ticks accepted twice without DESIGN.md's licence: %s", strings.Join(r.badDups[:min(20, len(r.badDups))], "; "))
+	}
+	return r
+}
+
+// actedDuring returns the fires node sent that reached the ledger in
+// [from, to], accepted or not.
+func (c *cluster) actedDuring(node string, from, to time.Time) (all, accepted int) {
+	c.t.Helper()
+	fs, err := c.fires()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, f := range fs {
+		if f.Node == node && !f.At.Before(from) && !f.At.After(to) {
+			all++
+			if f.Accepted {
+				accepted++
+			}
+		}
+	}
+	return all, accepted
+}
+
+// firstFireAfter returns when the first accepted fire of a tick after t
+// reached the ledger.
+func (c *cluster) firstFireAfter(t time.Time) (time.Time, bool) {
+	fs, err := c.fires()
+	if err != nil {
+		return time.Time{}, false
+	}
+	var first time.Time
+	for _, f := range fs {
+		if f.Accepted && f.Tick.After(t) && (first.IsZero() || f.At.Before(first)) {
+			first = f.At
+		}
+	}
+	return first, !first.IsZero()
+}
