@@ -289,3 +289,36 @@ func TestCrashAfterClaimAheadThenHandoff(t *testing.T) {
 		}
 	})
 }
+
+// A pause across the tick after its claim landed: past the safe deadline
+// the owner starts nothing, though the tick was claimed and its timer
+// fires; the successor runs it once.
+func TestDeadlinePassesBetweenClaimAndTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-500 * time.Millisecond))
+		j := jobIn(4, "paused", "* * * * * *")
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		g1, _ := h1.grant(4, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(-200 * time.Millisecond))
+		if rec := h1.store.record(4, j.Name); len(rec.InFlight) != 1 || !rec.InFlight[0].Tick.Equal(t0) {
+			t.Fatalf("tick %v not claimed ahead: %+v", t0, rec)
+		}
+		h1.deadline.until.Store(t0.Add(-100 * time.Millisecond).UnixNano())
+		sleepUntil(t0.Add(3 * time.Second))
+		synctest.Wait()
+		if runs := h1.runner.all(); len(runs) != 0 {
+			t.Fatalf("ran past its safe deadline: %+v", runs)
+		}
+		g2, _ := h2.grant(4, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(3*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h2.runner.all())); !slices.Equal(got, []int{0, 1, 2, 3}) {
+			t.Errorf("successor ran %v, want 0..3 once each", got)
+		}
+	})
+}
