@@ -18,7 +18,7 @@ import (
 // append-only segment under runs/<shard>/<job>/ (keyspace.RunSegment,
 // histcodec.go), put under the shard's fence. Retention deletes a job's
 // older segments with one DeleteRange in the same transaction, keeping at
-// least keep entries. A job's segments (seq and count, from the keys) are
+// least keep entries (plan). A job's segments (seq and count, from the keys) are
 // learnt with one keys-only Get the first time this generation writes it,
 // then tracked in memory per (shard, token, job) and forgotten once the
 // shard is no longer held under that token.
@@ -213,7 +213,8 @@ func (s store) learn(ctx context.Context, pending []*histWrite, errs []error) []
 }
 
 // plan builds hw's put of one new segment and, when older segments are no
-// longer needed to keep keep entries, the DeleteRange that drops them.
+// longer needed to keep keep entries, the DeleteRange that drops them. A
+// job so stores at most about keep + keep/4 + one flush's entries.
 func (s store) plan(hw *histWrite, keep int, now int64) error {
 	ks := s.m.ks
 	old, _ := s.m.hist.jobSegs(hw.shard, hw.token, hw.job)
@@ -237,7 +238,14 @@ func (s store) plan(hw *histWrite, keep int, now int64) error {
 			break
 		}
 	}
-	if first > 0 {
+	// Delete only once the droppable entries reach a quarter of keep, so a
+	// job with one entry per flush pays one DeleteRange per several flushes,
+	// not one per flush (fewer operations per transaction).
+	var drop int64
+	for _, sg := range segs[:first] {
+		drop += sg.n
+	}
+	if first > 0 && drop >= int64(max(1, keep/4)) {
 		from := ks.JobRuns(hw.shard, hw.job)
 		to := ks.RunSegment(hw.shard, hw.job, segs[first].seq, int(segs[first].n))
 		hw.ops = append(hw.ops, clientv3.OpDelete(from, clientv3.WithRange(to)))
