@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/keyspace"
@@ -24,41 +25,19 @@ import (
 // whole page.
 func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []RecordRef, limit int) ([][]scheduler.Entry, error) {
 	out := make([][]scheduler.Entry, len(refs))
-	var rev int64
-	get := func(keys []string, opts ...clientv3.OpOption) ([]*clientv3.TxnResponse, error) {
-		var resps []*clientv3.TxnResponse
-		for len(keys) > 0 {
-			n := min(len(keys), MaxTxnOps)
-			ops := make([]clientv3.Op, n)
-			for i, k := range keys[:n] {
-				ops[i] = clientv3.OpGet(k, append([]clientv3.OpOption{clientv3.WithRev(rev)}, opts...)...)
-			}
-			resp, err := cli.Txn(ctx).Then(ops...).Commit()
-			if err != nil {
-				return nil, fmt.Errorf("shard: read run history: %w", err)
-			}
-			if rev == 0 {
-				rev = resp.Header.Revision
-			}
-			resps = append(resps, resp)
-			keys = keys[n:]
-		}
-		return resps, nil
-	}
-
+	r := snapshotReader{ctx: ctx, cli: cli}
 	prefixes := make([]string, len(refs))
-	for i, r := range refs {
-		prefixes[i] = ks.JobRuns(r.Shard, r.Job)
+	for i, ref := range refs {
+		prefixes[i] = ks.JobRuns(ref.Shard, ref.Job)
 	}
 	// Newest segments first; each holds at least one entry, so limit
 	// segments always cover limit entries.
-	resps, err := get(prefixes, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(int64(max(limit, 0))))
+	segs, err := r.get(prefixes, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(int64(max(limit, 0))))
 	if err != nil {
 		return nil, err
 	}
 	var bare []int // refs with no segment
-	for i := range refs {
-		kvs := resps[i/MaxTxnOps].Responses[i%MaxTxnOps].GetResponseRange().GetKvs()
+	for i, kvs := range segs {
 		for _, kv := range kvs {
 			_, _, seq, _, ok := ks.RunSegmentFromKey(string(kv.Key))
 			if !ok {
@@ -74,9 +53,7 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 		if len(kvs) == 0 {
 			bare = append(bare, i)
 		}
-		if limit > 0 && len(out[i]) > limit {
-			out[i] = out[i][:limit]
-		}
+		out[i] = limited(out[i], limit)
 	}
 	if len(bare) == 0 {
 		return out, nil
@@ -85,25 +62,60 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 	for j, i := range bare {
 		keys[j] = ks.Tick(refs[i].Shard, refs[i].Job)
 	}
-	resps, err = get(keys)
+	recs, err := r.get(keys)
 	if err != nil {
 		return nil, err
 	}
 	for j, i := range bare {
-		kvs := resps[j/MaxTxnOps].Responses[j%MaxTxnOps].GetResponseRange().GetKvs()
-		if len(kvs) == 0 {
+		if len(recs[j]) == 0 {
 			continue
 		}
-		rec, err := scheduler.DecodeRecord(kvs[0].Value)
+		rec, err := scheduler.DecodeRecord(recs[j][0].Value)
 		if err != nil {
 			continue
 		}
 		h := slices.Clone(rec.History)
 		slices.Reverse(h)
-		if limit > 0 && len(h) > limit {
-			h = h[:limit]
+		out[i] = limited(h, limit)
+	}
+	return out, nil
+}
+
+func limited(h []scheduler.Entry, limit int) []scheduler.Entry {
+	if limit > 0 && len(h) > limit {
+		return h[:limit]
+	}
+	return h
+}
+
+// snapshotReader reads keys in read-only transactions of at most MaxTxnOps
+// Gets, all at the revision of its first transaction.
+type snapshotReader struct {
+	ctx context.Context
+	cli *clientv3.Client
+	rev int64
+}
+
+// get returns, per key, what a Get of it with opts returns.
+func (r *snapshotReader) get(keys []string, opts ...clientv3.OpOption) ([][]*mvccpb.KeyValue, error) {
+	out := make([][]*mvccpb.KeyValue, 0, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), MaxTxnOps)
+		ops := make([]clientv3.Op, n)
+		for i, k := range keys[:n] {
+			ops[i] = clientv3.OpGet(k, append([]clientv3.OpOption{clientv3.WithRev(r.rev)}, opts...)...)
 		}
-		out[i] = h
+		resp, err := r.cli.Txn(r.ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("shard: read run history: %w", err)
+		}
+		if r.rev == 0 {
+			r.rev = resp.Header.Revision
+		}
+		for _, rr := range resp.Responses {
+			out = append(out, rr.GetResponseRange().GetKvs())
+		}
+		keys = keys[n:]
 	}
 	return out, nil
 }
