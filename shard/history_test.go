@@ -298,3 +298,31 @@ func TestReadHistoryFallsBackToRecord(t *testing.T) {
 		t.Fatalf("history with segments: %+v, %v", h, err)
 	}
 }
+
+// Concurrent calls for one job are serialised: every entry is stored once,
+// in a segment of its own, and they read back newest first by seq.
+func TestAppendHistoryConcurrent(t *testing.T) {
+	c := newTestCluster(t, 2)
+	n := c.start("node-a", false)
+	c.waitBalanced(waitLimit)
+	tok := n.h.live()[0]
+	hist := n.m.Store().(scheduler.History)
+	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
+	const calls = 20
+	errs := make(chan error, calls)
+	for i := range calls {
+		go func() {
+			e := entryAt(base.Add(time.Duration(i)*time.Second), "node-a", tok)
+			errs <- hist.AppendHistory(context.Background(), 100, []scheduler.HistoryWrite{{Shard: 0, Token: tok, Job: "j", Entries: []scheduler.Entry{e}}})[0]
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := ReadHistory(context.Background(), c.cli, c.ks, []RecordRef{{Shard: 0, Job: "j"}}, 0)
+	if err != nil || len(h[0]) != calls || countRuns(t, c, 0, "j") != calls {
+		t.Fatalf("%d entries read (%v), %d segments; want %d of each", len(h[0]), err, countRuns(t, c, 0, "j"), calls)
+	}
+}
