@@ -22,6 +22,8 @@ type Config struct {
 	Ready func() error
 	// Metrics serves /metrics; nil serves 404.
 	Metrics http.Handler
+	// Runs serves /api/v1/jobs/{name}/runs (runs.go); nil serves 404.
+	Runs RunsFunc
 }
 
 // Jobs API paging bounds.
@@ -64,6 +66,9 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	if cfg.Runs != nil {
+		mux.HandleFunc("GET /api/v1/jobs/{name}/runs", runsHandler(cfg.Runs))
 	}
 	mux.HandleFunc("GET /{$}", servePage)
 	return mux, nil

@@ -14,8 +14,9 @@ import (
 const ticksPerScan = 10000
 
 // collect runs after a successful flip to version (at revision flipRev):
-// it deletes every lower version, then the checkpoint records of the jobs
-// that are no longer in next, found by a keys-only scan of ticks/.
+// it deletes every lower version, then the checkpoint records and the run
+// history of the jobs that are no longer in next, found by keys-only scans
+// of ticks/ and runs/.
 func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, opts ApplyOptions) error {
 	// Versions are zero-padded, so one range covers every lower one: the
 	// superseded sets and the orphans of failed or crashed applies, none of
@@ -31,7 +32,15 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 	if err != nil {
 		return err
 	}
-	return deleteTicks(ctx, cli, ks, flipRev, keys, opts)
+	ops := make([]clientv3.Op, 0, len(keys))
+	for _, k := range keys {
+		ops = append(ops, clientv3.OpDelete(k))
+	}
+	runs, err := strayRuns(ctx, cli, ks, next)
+	if err != nil {
+		return err
+	}
+	return deleteTicks(ctx, cli, ks, flipRev, append(ops, runs...), opts)
 }
 
 // strayTicks lists the checkpoint records whose job is not in next, by a
@@ -60,19 +69,15 @@ func strayTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, ne
 	}
 }
 
-// deleteTicks deletes records in transactions guarded by the pointer still
+// deleteTicks deletes records (and run history, gcruns.go) in transactions guarded by the pointer still
 // being the one this apply wrote: once a later apply has flipped, it owns
 // the collection, and may have brought back a job whose record this one
 // would wrongly delete.
-func deleteTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, flipRev int64, keys []string, opts ApplyOptions) error {
+func deleteTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, flipRev int64, ops []clientv3.Op, opts ApplyOptions) error {
 	guard := clientv3.Compare(clientv3.ModRevision(ks.JobsCurrent()), "=", flipRev)
-	for len(keys) > 0 {
-		n := min(len(keys), maxTxnOps)
-		ops := make([]clientv3.Op, 0, n)
-		for _, k := range keys[:n] {
-			ops = append(ops, clientv3.OpDelete(k))
-		}
-		resp, err := cli.Txn(ctx).If(guard).Then(ops...).Commit()
+	for len(ops) > 0 {
+		n := min(len(ops), maxTxnOps)
+		resp, err := cli.Txn(ctx).If(guard).Then(ops[:n]...).Commit()
 		if err != nil {
 			return fmt.Errorf("jobstore: delete records of removed jobs: %w", err)
 		}
@@ -80,7 +85,7 @@ func deleteTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, f
 			opts.Logger.Info("a newer job set was applied; leaving the rest of the record collection to it")
 			return nil
 		}
-		keys = keys[n:]
+		ops = ops[n:]
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ type Entry struct {
 	// First tick to Tick); 0 means 1.
 	Count int64     `json:"count,omitempty"`
 	First time.Time `json:"first,omitzero"`
-	// Output is the run's captured output, bounded by the runner.
+	// Output is the run's captured output, bounded, with a truncation marker.
 	Output string `json:"output,omitempty"`
 }
 

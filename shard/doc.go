@@ -6,7 +6,8 @@
 // assignment (rebalance.Assign over the settled members) with what etcd
 // says is held, then acquires desired free shards, releases undesired ones
 // (Handler.Drain, then a batched lease.Release) and takes orphans. It also
-// implements scheduler.Store, the fenced writes of job records.
+// implements scheduler.Store, the fenced writes of job records, and
+// scheduler.History, run history in segments under runs/ (history.go).
 //
 // Invariants:
 //   - This node acts for a shard only under a token its own Acquire

@@ -61,6 +61,8 @@ type Manager struct {
 	wErrAt  time.Time
 
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
+
+	hist histCache // run history segments per (shard, token, job); history.go
 }
 
 // holding is one shard this node holds under its current session.

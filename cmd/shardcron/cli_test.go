@@ -19,6 +19,7 @@ import (
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -145,6 +146,10 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	})
 	if j := page.Jobs[0]; page.Total != 2 || j.Name != "alpha" || j.Owner != "solo" || j.LastRuns[0].Status != "failed" || j.Next.IsZero() {
 		t.Errorf("jobs page = %+v", page)
+	}
+	var runs struct{ Runs []scheduler.Entry }
+	if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs/alpha/runs?limit=2")), &runs); err != nil || len(runs.Runs) == 0 || len(runs.Runs) > 2 || runs.Runs[0].Status != "failed" {
+		t.Errorf("/api/v1/jobs/alpha/runs?limit=2 = %+v, %v", runs, err)
 	}
 	for _, m := range []string{"shardcron_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
 		if body := httpGet(t, addr, "/metrics"); !strings.Contains(body, m) {

@@ -165,6 +165,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		Jobs:    jobsPage(cli, ks, mgr, sched),
 		Ready:   mgr.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Runs:    jobRuns(cli, ks, sched),
 	})
 	if err != nil {
 		return err
@@ -270,8 +271,8 @@ const lastRunsShown = 5
 
 // jobsPage serves the jobs table a page at a time. Next fire times come from
 // the scheduler (every replica knows them), owners from ownership, and last
-// runs are read from the jobs' records on demand (shard.ReadRecords, one snapshot
-// per page), never a watch on ticks/.
+// runs are read on demand (shard.ReadRecords and shard.ReadHistory, a snapshot
+// each per page), never a watch on ticks/ or runs/.
 func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, int, int) (any, int, error) {
 	return func(ctx context.Context, offset, limit int) (any, int, error) {
 		jobs := sched.Jobs()
@@ -301,9 +302,17 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 				rows[i].Error = err.Error()
 				continue
 			}
-			h := rec.History
-			rows[i].LastRuns = h[max(0, len(h)-lastRunsShown):]
 			rows[i].InFlight = rec.InFlight
+		}
+		history, err := shard.ReadHistory(ctx, cli, ks, refs, lastRunsShown)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, h := range history {
+			for j := len(h) - 1; j >= 0; j-- { // oldest first, as before
+				h[j].Output = "" // the runs endpoint shows output, not the list
+				rows[i].LastRuns = append(rows[i].LastRuns, h[j])
+			}
 		}
 		return rows, total, nil
 	}

@@ -95,13 +95,14 @@ func newStatusCmd() *cobra.Command {
 				rep.Jobs = append(rep.Jobs, row)
 				refs = append(refs, shard.RecordRef{Shard: s, Job: j.Name})
 			}
-			records, err := shard.ReadRecords(ctx, ec.cli, ec.ks, refs)
+			history, err := shard.ReadHistory(ctx, ec.cli, ec.ks, refs, 1)
 			if err != nil {
 				return err
 			}
-			for i, b := range records {
-				if rec, err := scheduler.DecodeRecord(b); err == nil && len(rec.History) > 0 {
-					rep.Jobs[i].LastRun = &rec.History[len(rec.History)-1]
+			for i, h := range history {
+				if len(h) > 0 {
+					h[0].Output = "" // `history JOB` shows output
+					rep.Jobs[i].LastRun = &h[0]
 				}
 			}
 			if output == "json" {
