@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,6 +82,14 @@ type storeFwd struct{ s atomic.Value }
 
 func (f *storeFwd) Commit(ctx context.Context, w []scheduler.Write) []scheduler.WriteResult {
 	return f.s.Load().(scheduler.Store).Commit(ctx, w)
+}
+
+func (f *storeFwd) Load(ctx context.Context, shard int, token int64, job string) (scheduler.Stored, error) {
+	return f.s.Load().(scheduler.Loader).Load(ctx, shard, token, job)
+}
+
+func (f *storeFwd) AppendHistory(ctx context.Context, keep int, ws []scheduler.HistoryWrite) []error {
+	return f.s.Load().(scheduler.History).AppendHistory(ctx, keep, ws)
 }
 
 type node struct {
@@ -265,6 +274,22 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	if r.Token != reruns[0].token {
 		t.Errorf("record written last by token %d, want b's %d", r.Token, reruns[0].token)
 	}
+	// Its history, kept off the per-fire path, shows b's re-run once b has
+	// handed it on (every HistoryFlush).
+	poll.Must(t, waitLimit, "b's re-run in the job's history", func() error {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer rcancel()
+		hist, err := shard.ReadHistory(rctx, cli, ks, []shard.RecordRef{{Shard: js, Job: job.Name}}, 0)
+		if err != nil {
+			return err
+		}
+		for _, e := range hist[0] {
+			if e.Tick.Equal(first.tick) && e.Rerun && e.Token == reruns[0].token && e.Node == "b" {
+				return nil
+			}
+		}
+		return fmt.Errorf("history %+v", hist[0])
+	})
 	b.stop()
 	a.cli.Close() // a crashed for good: stop it without a graceful leave
 	a.stop()
