@@ -112,7 +112,7 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 	rec.queue(op{kind: opSkip, tick: e.Tick, entry: e})
 	rec.hi = e.Tick
 	s.dirty[rec] = struct{}{}
-	s.m.runs.WithLabelValues(string(StatusSkipped)).Add(float64(max(e.Count, 1)))
+	s.m.skip(e)
 	s.log.Info("tick skipped", append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
 }
 
@@ -227,7 +227,7 @@ func (s *Scheduler) commit(ctx context.Context, batch []*pendingWrite) {
 		idx = append(idx, i)
 	}
 	if len(writes) > 0 {
-		out := s.store.Commit(ctx, writes)
+		out := s.m.commit(ctx, s.store, writes)
 		for k, i := range idx {
 			if k < len(out) {
 				res[i] = out[k]

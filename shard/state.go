@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -24,9 +25,14 @@ type State struct {
 	Members []MemberState `json:"members"`
 	// Owned is how many shards this node holds; Unowned how many have no
 	// owner in etcd.
-	Owned    int          `json:"owned"`
-	Unowned  int          `json:"unowned"`
-	ShardSet []ShardState `json:"shards"`
+	Owned   int `json:"owned"`
+	Unowned int `json:"unowned"`
+	// Ideal is S over the counted members; LoadBound the most shards the
+	// assignment gives one member (the ring's load factor times Ideal,
+	// rounded up).
+	Ideal     float64      `json:"ideal"`
+	LoadBound int          `json:"load_bound"`
+	ShardSet  []ShardState `json:"shards"`
 }
 
 // SessionState describes this node's lease session.
@@ -45,6 +51,10 @@ type MemberState struct {
 	// Counted: the member has settled and counts in the assignment (as
 	// this node sees it).
 	Counted bool `json:"counted"`
+	// Owns and Desired count the shards the member holds and the shards
+	// the assignment gives it.
+	Owns    int `json:"owns"`
+	Desired int `json:"desired"`
 }
 
 // ShardState is one shard.
@@ -96,7 +106,32 @@ func (m *Manager) State() State {
 		}
 		st.ShardSet[s] = ss
 	}
+	st.countByMember(m.params.LoadFactor)
 	return st
+}
+
+// countByMember fills each member's Owns and Desired, Ideal and LoadBound.
+func (st *State) countByMember(loadFactor float64) {
+	idx := make(map[string]int, len(st.Members))
+	counted := 0
+	for i, mb := range st.Members {
+		idx[mb.Node] = i
+		if mb.Counted {
+			counted++
+		}
+	}
+	for _, ss := range st.ShardSet {
+		if i, ok := idx[ss.Owner]; ok {
+			st.Members[i].Owns++
+		}
+		if i, ok := idx[ss.Desired]; ok {
+			st.Members[i].Desired++
+		}
+	}
+	if counted > 0 {
+		st.Ideal = float64(st.Shards) / float64(counted)
+		st.LoadBound = int(math.Ceil(st.Ideal * loadFactor))
+	}
 }
 
 // publish updates the gauges that the snapshot feeds.

@@ -146,7 +146,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	if j := page.Jobs[0]; page.Total != 2 || j.Name != "alpha" || j.Owner != "solo" || j.LastRuns[0].Status != "failed" || j.Next.IsZero() {
 		t.Errorf("jobs page = %+v", page)
 	}
-	for _, m := range []string{"shardcron_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
+	for _, m := range []string{"shardcron_ownership_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
 		if body := httpGet(t, addr, "/metrics"); !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %q", m)
 		}

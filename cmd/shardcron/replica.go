@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -46,6 +45,9 @@ type replicaConfig struct {
 	Env func(string) (string, bool)
 	// Listening is told the bound HTTP address once it serves.
 	Listening func(addr string)
+	// EtcdMetrics, when not nil, are the etcd client's gRPC metrics,
+	// served with the replica's own.
+	EtcdMetrics prometheus.Collector
 }
 
 // schedulerHandler breaks the construction cycle between the shard Manager,
@@ -101,8 +103,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		log.Info("following the cluster's shard count", "shards", meta.Shards, "flag", cfg.Shards)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry(cfg.EtcdMetrics)
 
 	rcfg := runner.DefaultConfig()
 	rcfg.Logger = log
@@ -142,11 +143,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 	schedHandler.Scheduler = sched
 
-	drift := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "shardcron_jobs_file_drift",
-		Help: "Jobs that differ between --jobs and the cluster's job set (apply changes the set).",
-	})
-	reg.MustRegister(drift)
+	jobSet := newJobSetMetrics(reg, cfg.Jobs)
 	if cfg.Jobs != nil {
 		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Shards: meta.Shards, Logger: log})
 		switch {
@@ -155,7 +152,6 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		case applied:
 			log.Info("bootstrapped the cluster's job set from --jobs", "jobs", len(cfg.Jobs))
 		case !d.Empty():
-			drift.Set(float64(len(d.Added) + len(d.Removed) + len(d.Changed)))
 			log.Warn("--jobs differs from the cluster's job set; `shardcron apply` changes it", "drift", d.String())
 		}
 	}
@@ -178,7 +174,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
 	wg.Go(func() {
-		if err := jobstore.Watch(schedCtx, cli, ks, sched.SetJobs, jobstore.WithLogger(log)); err != nil {
+		if err := jobstore.Watch(schedCtx, cli, ks, jobSet.follow(sched.SetJobs), jobstore.WithLogger(log)); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
 		}
 	})
