@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +78,10 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	addr := listener.Addr().String()
 	var handler swapHandler
 	handler.Store(startingHandler())
-	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second}
+	// Requests (the event stream above all) end when the server stops.
+	baseCtx, endRequests := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	wg.Go(func() {
@@ -89,6 +94,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	stopHTTP := sync.OnceFunc(func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
+		endRequests()
 		_ = srv.Shutdown(shutdownCtx)
 		wg.Wait()
 	})
@@ -158,9 +164,10 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 
 	httpHandler, err := dashboard.New(dashboard.Config{
 		State:   func() any { return mgr.State() },
-		Jobs:    jobsPage(cli, ks, mgr, sched),
+		Jobs:    jobsPage(cli, ks, mgr, sched, jobSet),
 		Ready:   mgr.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Changes: changeFeed(mgr),
 	})
 	if err != nil {
 		return err
@@ -254,6 +261,8 @@ type jobRow struct {
 	Name      string             `json:"name"`
 	Shard     int                `json:"shard"`
 	Owner     string             `json:"owner"`
+	Schedule  string             `json:"schedule,omitempty"`
+	Timezone  string             `json:"timezone,omitempty"`
 	Token     int64              `json:"token,omitempty"`
 	Next      time.Time          `json:"next_fire,omitzero"`
 	Suspended bool               `json:"suspended,omitempty"`
@@ -268,17 +277,26 @@ const lastRunsShown = 5
 // the scheduler (every replica knows them), owners from ownership, and last
 // runs are read from the jobs' records on demand (shard.ReadRecords, one snapshot
 // per page), never a watch on ticks/.
-func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, int, int) (any, int, error) {
-	return func(ctx context.Context, offset, limit int) (any, int, error) {
+func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler, set *jobSetMetrics) func(context.Context, dashboard.JobsQuery) (any, int, error) {
+	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
 		jobs := sched.Jobs()
+		if q.Search != "" || q.Shard >= 0 {
+			jobs = slices.DeleteFunc(jobs, func(j scheduler.JobInfo) bool {
+				return !strings.Contains(j.Name, q.Search) || (q.Shard >= 0 && j.Shard != q.Shard)
+			})
+		}
 		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
 		total := len(jobs)
-		jobs = jobs[min(offset, total):min(offset+limit, total)]
+		jobs = jobs[min(q.Offset, total):min(q.Offset+q.Limit, total)]
 		owners := mgr.State().ShardSet
+		specs := set.jobs()
 		rows := make([]jobRow, len(jobs))
 		refs := make([]shard.RecordRef, len(jobs))
 		for i, j := range jobs {
 			rows[i] = jobRow{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
+			if spec := specs[j.Name]; spec != nil { // the schedule only: never a target, header or env
+				rows[i].Schedule, rows[i].Timezone = spec.Schedule, spec.Timezone
+			}
 			if j.Shard < len(owners) {
 				rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
 			}
@@ -302,5 +320,17 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 			rows[i].InFlight = rec.InFlight
 		}
 		return rows, total, nil
+	}
+}
+
+// changeFeed serves the Manager's ownership changes to the event stream.
+func changeFeed(mgr *shard.Manager) dashboard.Feed {
+	return func(seq uint64) ([]any, uint64, <-chan struct{}) {
+		changes, last, next := mgr.Changes(seq)
+		out := make([]any, len(changes))
+		for i, c := range changes {
+			out[i] = c
+		}
+		return out, last, next
 	}
 }
