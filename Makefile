@@ -6,10 +6,15 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit e2e bench lint etcd clean
+.PHONY: build run test test-unit test-alerts promtool e2e bench lint etcd clean
+
+# What `shardcron version`, shardcron_build_info and the member list say.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
-	$(GO) build -o $(BIN)/shardcron ./cmd/shardcron
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/shardcron ./cmd/shardcron
 
 # A local cluster: embedded etcd plus three replicas running the example jobs.
 # RUNFLAGS passes more flags, e.g. RUNFLAGS="--http-addr 127.0.0.1:0".
@@ -19,9 +24,24 @@ run: build
 
 # The whole suite against real etcd: embedded for in-process tests, a real
 # etcd process (built from the module) for multi-process tests.
-test: etcd
+# It includes the alert rule tests and the Grafana query check (a test in
+# cmd/shardcron), and the browser test of the dashboard, which drives
+# Chromium (`apt-get install chromium`; with CI=true a missing one fails).
+test: etcd test-alerts
 	$(GO) vet $(PKGS)
 	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(TESTFLAGS) $(PKGS)
+
+# Prometheus' own unit tests of deploy/prometheus/alerts.yaml.
+test-alerts: promtool
+	$(BIN)/promtool check rules deploy/prometheus/alerts.yaml
+	$(BIN)/promtool test rules deploy/prometheus/alerts_test.yaml
+
+# promtool, built from the Prometheus module pinned in tools/promtool (its
+# own module: Prometheus' dependencies stay out of our go.mod). Rebuilt only
+# when that pin changes; Go's module and build caches make a rebuild cheap.
+promtool: $(BIN)/promtool
+$(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
+	cd tools/promtool && $(GO) build -o $(CURDIR)/$(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
 # A real etcd binary, built from the same module as the embedded server.
 etcd: $(BIN)/etcd

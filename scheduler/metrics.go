@@ -67,6 +67,17 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 		}),
 	}
 	m.slots.Set(float64(slots))
+	// Every label value exists from the start, at 0, so rates and ratios
+	// are defined before the first failure.
+	for _, o := range []Status{StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled} {
+		m.runs.WithLabelValues(string(o))
+	}
+	for _, r := range []string{"misfire", "starting_deadline", "forbid"} {
+		m.skipped.WithLabelValues(r)
+	}
+	for _, k := range []string{"lost", "stale", "unknown", "deadline"} {
+		m.claimFailures.WithLabelValues(k)
+	}
 	if reg == nil {
 		return m, nil
 	}

@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -45,6 +46,9 @@ func newMetrics(reg prometheus.Registerer, shards int, ready func() error) (*met
 			[]string{"cause"}),
 	}
 	m.unowned.Set(float64(shards))
+	for _, c := range []string{"deadline", "fenced"} {
+		m.lost.WithLabelValues(c) // exists from the start, at 0
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -93,6 +97,8 @@ var (
 		"Shards the assignment gives this node, as this node sees the members.", nil, nil)
 	remainingDesc = prometheus.NewDesc("shardcron_lease_remaining_seconds",
 		"Seconds left before this node's safe deadline (0 without a valid session): the margin that keeps it from acting on a lease etcd may have expired.", nil, nil)
+	noSpaceDesc = prometheus.NewDesc("shardcron_etcd_nospace",
+		"1 while etcd reports its NOSPACE alarm or refused a write of this node for lack of space in the last 30 s: etcd takes no writes, so no tick can be claimed.", nil, nil)
 )
 
 // holdingsCollector reads the Manager's holdings at scrape time, so the
@@ -104,6 +110,7 @@ func (c holdingsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tokenDesc
 	ch <- desiredDesc
 	ch <- remainingDesc
+	ch <- noSpaceDesc
 }
 
 func (c holdingsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -129,10 +136,15 @@ func (c holdingsCollector) Collect(ch chan<- prometheus.Metric) {
 	if m.sess != nil && m.sess.Valid() {
 		remaining = max(0, m.sess.Remaining().Seconds())
 	}
+	noSpace := 0.0
+	if m.alarm || (!m.noSpace.IsZero() && time.Since(m.noSpace) < writeErrorWindow) {
+		noSpace = 1
+	}
 	m.mu.Unlock()
 	for _, h := range hs {
 		ch <- prometheus.MustNewConstMetric(tokenDesc, prometheus.GaugeValue, float64(h.token), strconv.Itoa(h.shard), m.cfg.Node)
 	}
 	ch <- prometheus.MustNewConstMetric(desiredDesc, prometheus.GaugeValue, float64(desired))
 	ch <- prometheus.MustNewConstMetric(remainingDesc, prometheus.GaugeValue, remaining)
+	ch <- prometheus.MustNewConstMetric(noSpaceDesc, prometheus.GaugeValue, noSpace)
 }
