@@ -53,7 +53,7 @@ const feedSize = 2048
 type feed struct {
 	mu      sync.Mutex
 	seq     uint64
-	ring    []Change // the newest feedSize changes, oldest first
+	ring    []Change // the newest feedSize changes; change seq is at (seq-1) % feedSize
 	wake    chan struct{}
 	lastDel map[int]string // shard -> kind of its last deletion
 }
@@ -68,12 +68,13 @@ func newFeed() *feed {
 func (f *feed) After(seq uint64) ([]Change, uint64, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []Change
-	for i := len(f.ring) - 1; i >= 0 && f.ring[i].Seq > seq; i-- {
-		out = append(out, f.ring[i])
+	if seq > f.seq {
+		seq = 0 // from before this replica started: all it has is news
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	first := max(seq, f.seq-uint64(len(f.ring))) + 1 // the oldest still kept
+	var out []Change
+	for s := first; s <= f.seq; s++ {
+		out = append(out, f.ring[(s-1)%feedSize])
 	}
 	return out, f.seq, f.wake
 }
@@ -174,11 +175,11 @@ func (f *feed) publish(changes []Change) {
 		}
 		f.seq++
 		c.Seq = f.seq
-		if len(f.ring) == feedSize {
-			copy(f.ring, f.ring[1:])
-			f.ring = f.ring[:feedSize-1]
+		if len(f.ring) < feedSize {
+			f.ring = append(f.ring, c)
+		} else {
+			f.ring[(f.seq-1)%feedSize] = c
 		}
-		f.ring = append(f.ring, c)
 	}
 	close(f.wake)
 	f.wake = make(chan struct{})

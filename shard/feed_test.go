@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -65,5 +66,23 @@ func TestFeedClassifiesChanges(t *testing.T) {
 	}
 	if later, _, _ := m.Changes(8); len(later) != 2 || later[0].Seq != 9 {
 		t.Errorf("Changes(8) = %+v, want changes 9 and 10", later)
+	}
+}
+
+// The ring keeps the newest feedSize changes; older ones fall out in order.
+func TestFeedRingKeepsTheNewest(t *testing.T) {
+	f := newFeed()
+	for i := range feedSize + 10 {
+		f.publish([]Change{{Kind: ChangeJoined, Shard: -1, Node: fmt.Sprint(i)}})
+	}
+	all, last, _ := f.After(0)
+	if last != feedSize+10 || len(all) != feedSize || all[0].Seq != 11 || all[len(all)-1].Seq != last || all[0].Node != "10" {
+		t.Fatalf("After(0): %d changes, first %+v, last seq %d", len(all), all[0], last)
+	}
+	if tail, _, _ := f.After(last - 2); len(tail) != 2 || tail[0].Seq != last-1 {
+		t.Fatalf("After(last-2) = %+v", tail)
+	}
+	if none, _, _ := f.After(last); len(none) != 0 {
+		t.Fatalf("After(last) = %+v", none)
 	}
 }

@@ -90,6 +90,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
 		chromedp.UserDataDir(t.TempDir()))...)
 	defer cancelAlloc()
 	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
@@ -190,6 +191,11 @@ func screenshot(t *testing.T, ctx context.Context) {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "dashboard.png")
 	}
+	// Moved shards flash for a moment; take the picture once they are still.
+	eventually(t, 10*time.Second, "the page's animations end", func() bool {
+		var n int
+		return chromedp.Run(ctx, chromedp.Evaluate(`document.getAnimations().length`, &n)) == nil && n == 0
+	})
 	var png []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot: %v", err)
