@@ -55,6 +55,11 @@ type MemberState struct {
 	// the assignment gives it.
 	Owns    int `json:"owns"`
 	Desired int `json:"desired"`
+	// Lease is the etcd lease the member key hangs off (0 when unknown);
+	// LeaseRemainingMs how long etcd keeps it without a renewal, when the
+	// caller looked it up (LeaseTimes).
+	Lease            int64  `json:"-"`
+	LeaseRemainingMs *int64 `json:"lease_remaining_ms,omitempty"`
 }
 
 // ShardState is one shard.
@@ -85,7 +90,7 @@ func (m *Manager) State() State {
 	now := time.Now()
 	for n, mv := range m.v.members {
 		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
-			Version: mv.info.Version, Counted: !mv.countAt.After(now)})
+			Version: mv.info.Version, Counted: !mv.countAt.After(now), Lease: mv.lease})
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
 	for s := range st.ShardSet {

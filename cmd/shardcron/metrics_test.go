@@ -158,6 +158,8 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	var st shard.State
 	if err := json.Unmarshal([]byte(httpGet(t, addrs["n1"], "/api/v1/state")), &st); err != nil || len(st.Members) != 2 || st.Members[0].Version != "v0.0.0-test" {
 		t.Errorf("member list = %+v (%v), want version v0.0.0-test", st.Members, err)
+	} else if l := st.Members[1].LeaseRemainingMs; l == nil || *l <= 0 || *l > 3000 {
+		t.Errorf("n2's lease time left, as n1 serves it = %v, want 1 ms to the 3 s TTL", l)
 	}
 	if _, n := s1.sum("grpc_client_handled_total", `grpc_service="etcdserverpb.KV"`); n == 0 {
 		t.Errorf("no etcd client gRPC metrics")

@@ -163,7 +163,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 
 	httpHandler, err := dashboard.New(dashboard.Config{
-		State:   func() any { return mgr.State() },
+		State:   memberLeases(cli, mgr),
 		Jobs:    jobsPage(cli, ks, mgr, sched, jobSet),
 		Ready:   mgr.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
@@ -332,5 +332,15 @@ func changeFeed(mgr *shard.Manager) dashboard.Feed {
 			out[i] = c
 		}
 		return out, last, next
+	}
+}
+
+// memberLeases serves the state with each member's lease time left in etcd.
+func memberLeases(cli *clientv3.Client, mgr *shard.Manager) func() any {
+	lt := &leaseTimes{cli: cli}
+	return func() any {
+		st := mgr.State()
+		lt.fill(&st)
+		return st
 	}
 }
