@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -126,6 +127,16 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("shard %d: the page says %q, etcd %q", s, cellOwners[fmt.Sprint(s)], owner)
 		}
 	}
+	// The jobs table: searched by name through the paged jobs API, with
+	// each job's schedule.
+	if err := chromedp.Run(ctx, chromedp.SendKeys("#search", "tenant", chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the search keeps the two tenant jobs", func() bool {
+		var rows []string
+		err := chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("#jobs tbody tr")].map(r => r.cells[0].textContent + " " + r.cells[3].textContent)`, &rows))
+		return err == nil && len(rows) == 2 && strings.HasPrefix(rows[0], "tenant-a.sync */3 * * * * *") && strings.HasPrefix(rows[1], "tenant-b.sync @every 4s")
+	})
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.__testMark = "no reload"`, nil)); err != nil {
 		t.Fatal(err)
 	}
