@@ -6,10 +6,15 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit e2e bench bench-cluster lint etcd clean image etcd-image static k8s-check k8s-rules e2e-images
+.PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint etcd clean image etcd-image static k8s-check k8s-rules e2e-images
+
+# What `shardcron version`, shardcron_build_info and the member list say.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
-	$(GO) build -o $(BIN)/shardcron ./cmd/shardcron
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/shardcron ./cmd/shardcron
 
 # A local cluster: embedded etcd plus three replicas running the example jobs.
 # RUNFLAGS passes more flags, e.g. RUNFLAGS="--http-addr 127.0.0.1:0".
@@ -20,7 +25,10 @@ run: build
 # The whole suite against real etcd: embedded for in-process tests, a real
 # etcd process (built from the module) for multi-process tests; then the
 # static check of the Kubernetes manifests (its own module, see k8s-check).
-test: etcd
+# It includes the alert rule tests and the Grafana query check (a test in
+# cmd/shardcron), and the browser test of the dashboard, which drives
+# Chromium (`apt-get install chromium`; with CI=true a missing one fails).
+test: etcd test-alerts
 	$(GO) vet $(PKGS)
 	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(TESTFLAGS) $(PKGS)
 	$(MAKE) k8s-check
@@ -36,6 +44,21 @@ k8s-check:
 k8s-rules:
 	cd deploy/kubernetes/check && $(GO) test -count=1 ./... -args -update
 
+# Prometheus' own unit tests of deploy/prometheus/alerts.yaml.
+test-alerts: promtool
+	$(BIN)/promtool check rules deploy/prometheus/alerts.yaml
+	$(BIN)/promtool test rules deploy/prometheus/alerts_test.yaml
+
+# promtool, built from the Prometheus module pinned in tools/promtool (its
+# own module: Prometheus' dependencies stay out of our go.mod). Rebuilt only
+# when that pin changes; Go's module and build caches make a rebuild cheap.
+# remove_all_sd leaves out the cloud service discoveries (the AWS, Azure and
+# GCP SDKs), which rule tests never use: a cold build takes minutes, not an
+# hour on two busy cores.
+promtool: $(BIN)/promtool
+$(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
+	cd tools/promtool && $(GO) build -tags remove_all_sd -o $(CURDIR)/$(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+
 # A real etcd binary, built from the same module as the embedded server.
 etcd: $(BIN)/etcd
 $(BIN)/etcd: go.mod go.sum
@@ -43,8 +66,6 @@ $(BIN)/etcd: go.mod go.sum
 
 # Images: FROM scratch around static binaries built here (no base image is
 # pulled). Names are overridable, e.g. IMAGE=registry.example/shardcron:1.0.
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 IMAGE      ?= shardcron:latest
 ETCD_IMAGE ?= shardcron-etcd:$(ETCD_VERSION)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' go.mod)

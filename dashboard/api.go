@@ -14,9 +14,9 @@ import (
 type Config struct {
 	// State returns the ownership snapshot served at /api/v1/state.
 	State func() any
-	// Jobs returns one page of the jobs table: jobs [offset, offset+limit)
-	// in name order, and the total count.
-	Jobs func(ctx context.Context, offset, limit int) (page any, total int, err error)
+	// Jobs returns one page of the jobs table: the jobs q selects, in name
+	// order, [q.Offset, q.Offset+q.Limit) of them, and how many q selects.
+	Jobs func(ctx context.Context, q JobsQuery) (page any, total int, err error)
 	// Ready reports nil when the replica's lease is valid and its claims
 	// succeed.
 	Ready func() error
@@ -24,6 +24,24 @@ type Config struct {
 	Metrics http.Handler
 	// Runs serves /api/v1/jobs/{name}/runs (runs.go); nil serves 404.
 	Runs RunsFunc
+	// Changes feeds /api/v1/events; nil serves 404 there (the page then
+	// polls the state API instead).
+	Changes Feed
+}
+
+// Feed returns the ownership changes recorded after seq, oldest first, the
+// newest sequence number, and a channel closed at the next change (of the
+// state too: a re-read of ownership with no change of its own closes it).
+// It never blocks and is safe for concurrent use.
+type Feed func(seq uint64) (changes []any, last uint64, next <-chan struct{})
+
+// JobsQuery selects a page of the jobs table.
+type JobsQuery struct {
+	Offset, Limit int
+	// Search keeps the jobs whose name contains it ("" keeps all).
+	Search string
+	// Shard keeps the jobs of one shard; -1 keeps all.
+	Shard int
 }
 
 // Jobs API paging bounds.
@@ -52,17 +70,17 @@ func New(cfg Config) (http.Handler, error) {
 		writeJSON(w, http.StatusOK, cfg.State())
 	})
 	mux.HandleFunc("GET /api/v1/jobs", func(w http.ResponseWriter, r *http.Request) {
-		offset, limit, err := paging(r)
+		q, err := jobsQuery(r)
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		page, total, err := cfg.Jobs(r.Context(), offset, limit)
+		page, total, err := cfg.Jobs(r.Context(), q)
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"offset": offset, "limit": limit, "total": total, "jobs": page})
+		writeJSON(w, http.StatusOK, map[string]any{"offset": q.Offset, "limit": q.Limit, "total": total, "jobs": page})
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
@@ -70,25 +88,38 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Runs != nil {
 		mux.HandleFunc("GET /api/v1/jobs/{name}/runs", runsHandler(cfg.Runs))
 	}
+	if cfg.Changes != nil {
+		mux.Handle("GET /api/v1/events", &events{state: cfg.State, feed: cfg.Changes})
+	}
 	mux.HandleFunc("GET /{$}", servePage)
 	return mux, nil
 }
 
-// paging reads ?offset=&limit= with bounds.
-func paging(r *http.Request) (offset, limit int, err error) {
-	limit = DefaultPageSize
+// jobsQuery reads ?offset=&limit=&q=&shard= with bounds.
+func jobsQuery(r *http.Request) (JobsQuery, error) {
+	jq := JobsQuery{Limit: DefaultPageSize, Shard: -1}
 	q := r.URL.Query()
+	var err error
 	if v := q.Get("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return 0, 0, fmt.Errorf("offset %q: want a whole number ≥ 0", v)
+		if jq.Offset, err = strconv.Atoi(v); err != nil || jq.Offset < 0 {
+			return jq, fmt.Errorf("offset %q: want a whole number ≥ 0", v)
 		}
 	}
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > MaxPageSize {
-			return 0, 0, fmt.Errorf("limit %q: want 1 to %d", v, MaxPageSize)
+		if jq.Limit, err = strconv.Atoi(v); err != nil || jq.Limit < 1 || jq.Limit > MaxPageSize {
+			return jq, fmt.Errorf("limit %q: want 1 to %d", v, MaxPageSize)
 		}
 	}
-	return offset, limit, nil
+	if v := q.Get("shard"); v != "" {
+		if jq.Shard, err = strconv.Atoi(v); err != nil || jq.Shard < 0 {
+			return jq, fmt.Errorf("shard %q: want a whole number ≥ 0", v)
+		}
+	}
+	jq.Search = q.Get("q")
+	if len(jq.Search) > 128 {
+		return jq, fmt.Errorf("q: at most 128 characters (a job name's limit)")
+	}
+	return jq, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

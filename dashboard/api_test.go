@@ -16,12 +16,15 @@ func newTestServer(t *testing.T, ready error) *httptest.Server {
 	names := []string{"a", "b", "c", "d", "e"}
 	h, err := New(Config{
 		State: func() any { return map[string]any{"members": []string{"n1"}} },
-		Jobs: func(_ context.Context, offset, limit int) (any, int, error) {
-			end := min(offset+limit, len(names))
-			if offset > end {
-				offset = end
+		Jobs: func(_ context.Context, q JobsQuery) (any, int, error) {
+			var sel []string
+			for _, n := range names {
+				if strings.Contains(n, q.Search) {
+					sel = append(sel, n)
+				}
 			}
-			return names[offset:end], len(names), nil
+			end := min(q.Offset+q.Limit, len(sel))
+			return sel[min(q.Offset, end):end], len(sel), nil
 		},
 		Ready:   func() error { return ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") }),
@@ -93,7 +96,10 @@ func TestJobsPaging(t *testing.T) {
 	if page.Total != 5 || strings.Join(page.Jobs, ",") != "d,e" {
 		t.Fatalf("page = %+v, want total 5 and jobs d,e", page)
 	}
-	for _, q := range []string{"offset=-1", "limit=0", "limit=501", "offset=x"} {
+	if code, body := get(t, srv.URL+"/api/v1/jobs?q=c"); code != http.StatusOK || !strings.Contains(body, `"total": 1`) {
+		t.Errorf("GET jobs?q=c = %d %q, want the one job named with c", code, body)
+	}
+	for _, q := range []string{"offset=-1", "limit=0", "limit=501", "offset=x", "shard=-2", "shard=x"} {
 		if code, _ := get(t, srv.URL+"/api/v1/jobs?"+q); code != http.StatusBadRequest {
 			t.Errorf("GET jobs?%s = %d, want 400", q, code)
 		}
@@ -101,7 +107,8 @@ func TestJobsPaging(t *testing.T) {
 }
 
 // TestPageIsLive: / is the dashboard, not a list of links: it reads the
-// state and jobs APIs itself, over and over, and draws the shard map.
+// state API, follows the event stream, reads the jobs API a page at a
+// time, and draws the shard map; it loads nothing from elsewhere.
 func TestPageIsLive(t *testing.T) {
 	srv := newTestServer(t, nil)
 	resp, err := http.Get(srv.URL + "/")
@@ -114,9 +121,14 @@ func TestPageIsLive(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 		t.Errorf("Content-Type %q, want text/html", ct)
 	}
-	for _, want := range []string{`getJSON("/api/v1/state")`, `getJSON("/api/v1/jobs`, "setInterval(refresh", `id="grid"`, "without an owner"} {
+	for _, want := range []string{`getJSON("/api/v1/state")`, `"/api/v1/jobs?limit="`, `new EventSource("/api/v1/events")`, `id="grid"`, "without an owner"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, external := range []string{"http://", "https://", "src=\"//", "@import"} {
+		if strings.Contains(body, external) {
+			t.Errorf("the page refers to %q: it must be self-contained", external)
 		}
 	}
 }

@@ -5,15 +5,19 @@ import (
 	"net/http"
 )
 
-// The page is static: a script in it polls /api/v1/state and /api/v1/jobs
-// every two seconds and draws members, the shard map by owner (free shards
-// stand out) and the first jobs with their next fire and last run. It links
-// the APIs, so a user of `make run` finds them.
+// The page is one static file with its style and script inline, so it
+// works offline and behind any proxy: it draws the shard grid coloured by
+// owner, the members against the ideal share and the load bound, the
+// timeline of ownership changes with churn per minute, and the jobs table
+// a page at a time. It reads /api/v1/state once, then follows
+// /api/v1/events; the jobs table reads /api/v1/jobs on demand.
 //
 //go:embed page.html
 var page []byte
 
 func servePage(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// Nothing but the page itself: no external scripts, styles or fonts.
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:")
 	_, _ = w.Write(page)
 }

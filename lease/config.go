@@ -63,6 +63,8 @@ type Config struct {
 	// Logger receives the session's messages (lease granted, renewal
 	// failures, loss, revocation). Default: discard.
 	Logger *slog.Logger
+	// Metrics receives renewal latency and failures; nil records nothing.
+	Metrics *Metrics
 
 	hooks *hooks // tests only
 }

@@ -36,6 +36,7 @@ func (s *Session) loop() {
 		actx, cancel := context.WithTimeout(s.ctx, cad.attempt)
 		resp, err := s.cli.KeepAliveOnce(actx, s.id)
 		cancel()
+		s.cfg.Metrics.renewed(s.now()-sent, err)
 		s.hooks().afterRenew(err)
 		switch {
 		case err == nil:

@@ -70,7 +70,7 @@ func (s *Scheduler) horizon() time.Duration {
 // observeCommit keeps a decaying maximum of recent commit latencies.
 func (s *Scheduler) observeCommit(d time.Duration) {
 	s.slowCommit = max(d, s.slowCommit*7/8)
-	s.m.commitLatency.Observe(d.Seconds())
+	s.m.commits.Observe(d.Seconds())
 }
 
 // arm schedules the claim of rec's next tick after from, voiding earlier

@@ -62,8 +62,8 @@ func TestCatchUpAfterOneHourDown(t *testing.T) {
 				if rec.Skipped != int64(c.wantSk) || !rec.LastClaimed.Equal(t0) || len(rec.InFlight) != 0 {
 					t.Errorf("record: skipped %d (want %d), last claimed %v, in flight %v", rec.Skipped, c.wantSk, rec.LastClaimed, rec.InFlight)
 				}
-				if got := testutil.ToFloat64(h.s.m.runs.WithLabelValues("skipped")); got != float64(c.wantSk) {
-					t.Errorf("runs_total{skipped} = %v", got)
+				if got := testutil.ToFloat64(h.s.m.skipped.WithLabelValues("misfire")); got != float64(c.wantSk) {
+					t.Errorf("ticks_skipped_total{reason=misfire} = %v", got)
 				}
 				// Then the job goes on at its own pace.
 				time.Sleep(time.Minute)

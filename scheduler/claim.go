@@ -47,7 +47,7 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 
 // recordSkip counts, logs and keeps in history a skip.
 func (s *Scheduler) recordSkip(rec *jobRec, e Entry) {
-	s.m.runs.WithLabelValues(string(StatusSkipped)).Add(float64(max(e.Count, 1)))
+	s.m.skip(e)
 	s.addHistory(rec, e)
 	s.log.Info("tick skipped", append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
 }

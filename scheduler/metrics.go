@@ -2,54 +2,126 @@ package scheduler
 
 import (
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the scheduler's few series; built unregistered when the
-// Config has no Registerer.
+// metrics are the scheduler's series, all named shardcron_scheduler_*;
+// built unregistered when the Config has no Registerer. None is per job:
+// the label values are fixed sets (outcome, reason, kind).
 type metrics struct {
-	runs          *prometheus.CounterVec // by outcome (a Status)
+	runs          *prometheus.CounterVec // by outcome (a Status other than skipped)
+	skipped       *prometheus.CounterVec // by reason; skips are not runs
 	reruns        prometheus.Counter
 	claimFailures *prometheus.CounterVec // by kind: lost, stale, unknown, deadline
-	lateness      prometheus.Histogram
-	commitLatency prometheus.Histogram
+	lateness      prometheus.Histogram   // fire lag
+	duration      prometheus.Histogram
+	inFlight      prometheus.Gauge
+	slotsUsed     prometheus.Gauge
+	slots         prometheus.Gauge
+	commits       prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+var secondsBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+func schedOpts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "shardcron", Subsystem: "scheduler", Name: name, Help: help}
+}
+
+func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 	m := &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "shardcron", Subsystem: "scheduler", Name: "runs_total",
-			Help: "Ticks that ended, by outcome (succeeded, failed, timed_out, cancelled, skipped).",
-		}, []string{"outcome"}),
-		reruns: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "shardcron", Subsystem: "scheduler", Name: "reruns_total",
-			Help: "Interrupted ticks of an older token run again by this node.",
-		}),
-		claimFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "shardcron", Subsystem: "scheduler", Name: "write_failures_total",
-			Help: "Fenced record writes (claims, completions) that failed, by kind (lost, stale, unknown, deadline).",
-		}, []string{"kind"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("runs_total",
+			"Runs that ended, by outcome (succeeded, failed, timed_out, cancelled). Skipped ticks are counted by ticks_skipped_total.")),
+			[]string{"outcome"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("ticks_skipped_total",
+			"Ticks recorded as skipped without a run, by reason (misfire, starting_deadline, forbid, suspended, backlog_full, catch_up_capped).")),
+			[]string{"reason"}),
+		reruns: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("reruns_total",
+			"Interrupted ticks of an older token run again by this node."))),
+		claimFailures: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("write_failures_total",
+			"Fenced record writes (claims, completions) that failed, by kind (lost, stale, unknown, deadline).")),
+			[]string{"kind"}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "shardcron", Subsystem: "scheduler", Name: "tick_lateness_seconds",
+			Namespace: "shardcron", Subsystem: "scheduler", Name: "fire_lag_seconds",
 			Help:    "Time from a tick to the start of its run.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+			Buckets: secondsBuckets,
 		}),
-		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "shardcron", Subsystem: "scheduler", Name: "run_duration_seconds",
+			Help:    "Time from the start of a run to its end, for runs whose outcome was recorded.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts(schedOpts("runs_in_flight",
+			"Runs executing on this node right now."))),
+		slotsUsed: prometheus.NewGauge(prometheus.GaugeOpts(schedOpts("run_slots_used",
+			"Run slots taken (claims awaiting their commit plus runs), against run_slots."))),
+		slots: prometheus.NewGauge(prometheus.GaugeOpts(schedOpts("run_slots",
+			"Run slots of this node: --max-concurrent-runs."))),
+		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "shardcron", Subsystem: "scheduler", Name: "commit_duration_seconds",
-			Help:    "Latency of one fenced Commit of claims and completions (the claim horizon grows with it).",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+			Help:    "Latency of one fenced commit of claims and completions (batched: one commit may carry many of both).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
+	}
+	m.slots.Set(float64(slots))
+	// Every label value exists from the start, at 0, so rates and ratios
+	// are defined before the first failure.
+	for _, o := range []Status{StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled} {
+		m.runs.WithLabelValues(string(o))
+	}
+	for _, r := range []string{"misfire", "starting_deadline", "forbid", "suspended", "backlog_full", "catch_up_capped"} {
+		m.skipped.WithLabelValues(r)
+	}
+	for _, k := range []string{"lost", "stale", "unknown", "deadline"} {
+		m.claimFailures.WithLabelValues(k)
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.reruns, m.claimFailures, m.lateness, m.commitLatency} {
+	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.claimFailures, m.lateness,
+		m.duration, m.inFlight, m.slotsUsed, m.slots, m.commits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// started records a run's start: its fire lag, and one more in flight.
+func (m *metrics) started(lag time.Duration) {
+	m.lateness.Observe(max(lag, 0).Seconds())
+	m.inFlight.Inc()
+}
+
+// ended records a recorded run's outcome and duration.
+func (m *metrics) ended(status Status, d time.Duration) {
+	m.runs.WithLabelValues(string(status)).Inc()
+	m.duration.Observe(d.Seconds())
+}
+
+// skip counts n ticks skipped, by the reason its Entry's Detail gives.
+func (m *metrics) skip(e Entry) {
+	m.skipped.WithLabelValues(skipReason(e.Detail)).Add(float64(max(e.Count, 1)))
+}
+
+// skipReason names the reason of a skip for its metric label, a fixed set.
+func skipReason(detail string) string {
+	switch {
+	case strings.HasPrefix(detail, "starting deadline"):
+		return "starting_deadline"
+	case strings.HasPrefix(detail, "concurrency forbid"):
+		return "forbid"
+	case strings.HasPrefix(detail, "job suspended"):
+		return "suspended"
+	case strings.HasPrefix(detail, "backlog full"):
+		return "backlog_full"
+	case strings.HasPrefix(detail, "catch-up capped"):
+		return "catch_up_capped"
+	default:
+		return "misfire"
+	}
 }
 
 // failureKind names a write error for the claim-failure metric and logs.

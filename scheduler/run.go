@@ -39,7 +39,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late bool, now 
 	if rerun {
 		s.m.reruns.Inc()
 	}
-	s.m.lateness.Observe(max(now.Sub(tick), 0).Seconds())
+	s.m.started(now.Sub(tick))
 	s.wg.Add(1)
 	go s.execute(r, Run{
 		Cluster:  s.cfg.Cluster,
@@ -150,6 +150,7 @@ func (s *Scheduler) runEnded(d runDone) {
 	r, rec, sh := d.r, d.r.rec, d.r.sh
 	delete(rec.runs, r)
 	sh.runs--
+	s.m.inFlight.Dec()
 	s.used--
 	rec.active--
 	if rec.active == 0 {
@@ -181,7 +182,7 @@ func (s *Scheduler) runEnded(d runDone) {
 		s.checkIdle(sh)
 		return
 	}
-	s.m.runs.WithLabelValues(string(status)).Inc()
+	s.m.ended(status, dur)
 	s.log.Info("run ended", args...)
 	if sh.state != stopped && !rec.parked {
 		rec.queue(op{kind: opComplete, tick: r.tick})

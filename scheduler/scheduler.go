@@ -74,7 +74,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 	if store == nil || runner == nil {
 		return nil, fmt.Errorf("%w: nil Store or Runner", ErrInvalidConfig)
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(cfg.Registerer, cfg.MaxConcurrentRuns)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: metrics: %w", err)
 	}
@@ -120,6 +120,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		now := time.Now()
 		s.step(now)
+		s.m.slotsUsed.Set(float64(s.used))
 		if w, ok := s.nextWake(); ok {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a

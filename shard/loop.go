@@ -211,6 +211,7 @@ func (l *loop) list(initial bool) bool {
 	l.reset(resp.Kvs, resp.Header.Revision, initial)
 	l.m.v = l.v
 	l.m.mu.Unlock()
+	l.m.feed.publish(nil)
 	if l.wch == nil {
 		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(l.sess.Context()))
 		l.wcancel = wcancel
@@ -231,11 +232,13 @@ func (l *loop) watched(resp clientv3.WatchResponse, ok bool) {
 		l.relist = time.Now()
 		return
 	}
+	changes := l.classify(resp.Events)
 	l.m.mu.Lock()
 	for _, ev := range resp.Events {
 		l.event(ev.Type, ev.Kv)
 	}
 	l.m.mu.Unlock()
+	l.m.feed.publish(changes)
 }
 
 // checkAlarm reads etcd's alarms: a NOSPACE alarm makes the node unready

@@ -43,6 +43,7 @@ type Manager struct {
 	h       Handler
 	log     *slog.Logger
 	met     *metrics
+	feed    *feed // ownership changes for the dashboard
 	started time.Time
 	ran     atomic.Bool
 
@@ -117,16 +118,15 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 		poke:    make(chan struct{}, 1),
 		held:    map[int]*holding{},
 		v:       newView(),
+		feed:    newFeed(),
 	}
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
 	}
 	m.assign, _ = rebalance.Assign(nil, m.params) // params validated with meta
-	met, err := newMetrics(cfg.Registerer, meta.Shards, m.Ready)
-	if err != nil {
+	if err := m.instrument(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	m.met = met
 	return m, nil
 }
 

@@ -167,7 +167,7 @@ func TestStateAndMetrics(t *testing.T) {
 		}
 		return nil
 	})
-	if n, err := testutil.GatherAndCount(reg, "shardcron_shards_unowned", "shardcron_members"); err != nil || n != 2 {
+	if n, err := testutil.GatherAndCount(reg, "shardcron_ownership_shards_unowned", "shardcron_ownership_members"); err != nil || n != 2 {
 		t.Fatalf("gathered %d, %v", n, err)
 	}
 	// ReadState (what `status` shows) agrees, read straight from etcd.

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -23,9 +24,14 @@ type State struct {
 	Members []MemberState `json:"members"`
 	// Owned is how many shards this node holds; Unowned how many have no
 	// owner in etcd.
-	Owned    int          `json:"owned"`
-	Unowned  int          `json:"unowned"`
-	ShardSet []ShardState `json:"shards"`
+	Owned   int `json:"owned"`
+	Unowned int `json:"unowned"`
+	// Ideal is S over the counted members; LoadBound the most shards the
+	// assignment gives one member (the ring's load factor times Ideal,
+	// rounded up).
+	Ideal     float64      `json:"ideal"`
+	LoadBound int          `json:"load_bound"`
+	ShardSet  []ShardState `json:"shards"`
 }
 
 // SessionState describes this node's lease session.
@@ -44,6 +50,15 @@ type MemberState struct {
 	// Counted: the member has settled and counts in the assignment (as
 	// this node sees it).
 	Counted bool `json:"counted"`
+	// Owns and Desired count the shards the member holds and the shards
+	// the assignment gives it.
+	Owns    int `json:"owns"`
+	Desired int `json:"desired"`
+	// Lease is the etcd lease the member key hangs off (0 when unknown);
+	// LeaseRemainingMs how long etcd keeps it without a renewal, when the
+	// caller looked it up (LeaseTimes).
+	Lease            int64  `json:"-"`
+	LeaseRemainingMs *int64 `json:"lease_remaining_ms,omitempty"`
 }
 
 // ShardState is one shard.
@@ -73,7 +88,7 @@ func (m *Manager) State() State {
 	}
 	for n, mv := range m.v.members {
 		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
-			Version: mv.info.Version, Counted: mv.counted})
+			Version: mv.info.Version, Counted: mv.counted, Lease: mv.lease})
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
 	for s := range st.ShardSet {
@@ -94,7 +109,32 @@ func (m *Manager) State() State {
 		}
 		st.ShardSet[s] = ss
 	}
+	st.countByMember(m.params.LoadFactor)
 	return st
+}
+
+// countByMember fills each member's Owns and Desired, Ideal and LoadBound.
+func (st *State) countByMember(loadFactor float64) {
+	idx := make(map[string]int, len(st.Members))
+	counted := 0
+	for i, mb := range st.Members {
+		idx[mb.Node] = i
+		if mb.Counted {
+			counted++
+		}
+	}
+	for _, ss := range st.ShardSet {
+		if i, ok := idx[ss.Owner]; ok {
+			st.Members[i].Owns++
+		}
+		if i, ok := idx[ss.Desired]; ok {
+			st.Members[i].Desired++
+		}
+	}
+	if counted > 0 {
+		st.Ideal = float64(st.Shards) / float64(counted)
+		st.LoadBound = int(math.Ceil(st.Ideal * loadFactor))
+	}
 }
 
 // publish updates the gauges that the snapshot feeds.

@@ -151,7 +151,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs/alpha/runs?limit=2")), &runs); err != nil || len(runs.Runs) == 0 || len(runs.Runs) > 2 || runs.Runs[0].Status != "failed" {
 		t.Errorf("/api/v1/jobs/alpha/runs?limit=2 = %+v, %v", runs, err)
 	}
-	for _, m := range []string{"shardcron_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
+	for _, m := range []string{"shardcron_ownership_shards_owned 16", "shardcron_scheduler_runs_total", "shardcron_jobs_file_drift"} {
 		if body := httpGet(t, addr, "/metrics"); !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %q", m)
 		}

@@ -126,7 +126,8 @@ func runDev(ctx context.Context, o devOptions) error {
 		return os.LookupEnv(name)
 	}
 
-	cli, err := etcdOptions{Endpoints: []string{etcd.Endpoint()}}.client()
+	etcdMetrics := newEtcdClientMetrics()
+	cli, err := etcdOptions{Endpoints: []string{etcd.Endpoint()}, Metrics: etcdMetrics}.client()
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func runDev(ctx context.Context, o devOptions) error {
 		}
 		cfg := replicaConfig{
 			Cluster: o.cluster, Node: node, HTTPAddr: addr, Lease: lc, Shards: o.shards,
-			DrainTimeout: o.drainTimeout, Jobs: jobs, Logger: log, Env: env,
+			DrainTimeout: o.drainTimeout, Jobs: jobs, Logger: log, Env: env, EtcdMetrics: etcdMetrics,
 			Listening: func(a string) {
 				outMu.Lock()
 				fmt.Fprintf(os.Stdout, "%s: http://%s/\n", node, a)

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
@@ -27,6 +29,8 @@ type etcdOptions struct {
 	Password  string
 	// Verbose keeps the etcd client's own logger; it is quiet otherwise.
 	Verbose bool
+	// Metrics, when not nil, count and time the client's RPCs.
+	Metrics *grpcprom.ClientMetrics
 }
 
 // bindEtcdFlags defines the connection flags of apply, export and status.
@@ -99,11 +103,22 @@ func (o etcdOptions) client() (*clientv3.Client, error) {
 		Username:             o.Username,
 		Password:             o.Password,
 		Logger:               log,
+		DialOptions:          o.dialOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(eps, ","), err)
 	}
 	return cli, nil
+}
+
+func (o etcdOptions) dialOptions() []grpc.DialOption {
+	if o.Metrics == nil {
+		return nil
+	}
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(o.Metrics.UnaryClientInterceptor()),
+		grpc.WithChainStreamInterceptor(o.Metrics.StreamClientInterceptor()),
+	}
 }
 
 // etcdClient is a connection and the cluster's key space.

@@ -7,13 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -46,6 +47,9 @@ type replicaConfig struct {
 	Env func(string) (string, bool)
 	// Listening is told the bound HTTP address once it serves.
 	Listening func(addr string)
+	// EtcdMetrics, when not nil, are the etcd client's gRPC metrics,
+	// served with the replica's own.
+	EtcdMetrics prometheus.Collector
 }
 
 // schedulerHandler breaks the construction cycle between the shard Manager,
@@ -74,7 +78,10 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	addr := listener.Addr().String()
 	var handler swapHandler
 	handler.Store(startingHandler())
-	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second}
+	// Requests (the event stream above all) end when the server stops.
+	baseCtx, endRequests := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	wg.Go(func() {
@@ -87,6 +94,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	stopHTTP := sync.OnceFunc(func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
+		endRequests()
 		_ = srv.Shutdown(shutdownCtx)
 		wg.Wait()
 	})
@@ -101,8 +109,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		log.Info("following the cluster's shard count", "shards", meta.Shards, "flag", cfg.Shards)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry(cfg.EtcdMetrics)
 
 	rcfg := runner.DefaultConfig()
 	rcfg.Logger = log
@@ -142,11 +149,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 	schedHandler.Scheduler = sched
 
-	drift := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "shardcron_jobs_file_drift",
-		Help: "Jobs that differ between --jobs and the cluster's job set (apply changes the set).",
-	})
-	reg.MustRegister(drift)
+	jobSet := newJobSetMetrics(reg, cfg.Jobs)
 	if cfg.Jobs != nil {
 		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Logger: log})
 		switch {
@@ -155,17 +158,17 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		case applied:
 			log.Info("bootstrapped the cluster's job set from --jobs", "jobs", len(cfg.Jobs))
 		case !d.Empty():
-			drift.Set(float64(len(d.Added) + len(d.Removed) + len(d.Changed)))
 			log.Warn("--jobs differs from the cluster's job set; `shardcron apply` changes it", "drift", d.String())
 		}
 	}
 
 	httpHandler, err := dashboard.New(dashboard.Config{
-		State:   func() any { return mgr.State() },
-		Jobs:    jobsPage(cli, ks, mgr, sched),
+		State:   memberLeases(cli, mgr),
+		Jobs:    jobsPage(cli, ks, mgr, sched, jobSet),
 		Ready:   mgr.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Runs:    jobRuns(cli, ks, sched),
+		Changes: changeFeed(mgr),
 	})
 	if err != nil {
 		return err
@@ -179,7 +182,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
 	wg.Go(func() {
-		if err := jobstore.Watch(schedCtx, cli, ks, sched.SetJobs, jobstore.WithLogger(log)); err != nil {
+		if err := jobstore.Watch(schedCtx, cli, ks, jobSet.follow(sched.SetJobs), jobstore.WithLogger(log)); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
 		}
 	})
@@ -259,6 +262,8 @@ type jobRow struct {
 	Name      string             `json:"name"`
 	Shard     int                `json:"shard"`
 	Owner     string             `json:"owner"`
+	Schedule  string             `json:"schedule,omitempty"`
+	Timezone  string             `json:"timezone,omitempty"`
 	Token     int64              `json:"token,omitempty"`
 	Next      time.Time          `json:"next_fire,omitzero"`
 	Suspended bool               `json:"suspended,omitempty"`
@@ -273,17 +278,26 @@ const lastRunsShown = 5
 // the scheduler (every replica knows them), owners from ownership, and last
 // runs are read on demand (shard.ReadRecords and shard.ReadHistory, a snapshot
 // each per page), never a watch on ticks/ or runs/.
-func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, int, int) (any, int, error) {
-	return func(ctx context.Context, offset, limit int) (any, int, error) {
+func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler, set *jobSetMetrics) func(context.Context, dashboard.JobsQuery) (any, int, error) {
+	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
 		jobs := sched.Jobs()
+		if q.Search != "" || q.Shard >= 0 {
+			jobs = slices.DeleteFunc(jobs, func(j scheduler.JobInfo) bool {
+				return !strings.Contains(j.Name, q.Search) || (q.Shard >= 0 && j.Shard != q.Shard)
+			})
+		}
 		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
 		total := len(jobs)
-		jobs = jobs[min(offset, total):min(offset+limit, total)]
+		jobs = jobs[min(q.Offset, total):min(q.Offset+q.Limit, total)]
 		owners := mgr.State().ShardSet
+		specs := set.jobs()
 		rows := make([]jobRow, len(jobs))
 		refs := make([]shard.RecordRef, len(jobs))
 		for i, j := range jobs {
 			rows[i] = jobRow{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
+			if spec := specs[j.Name]; spec != nil { // the schedule only: never a target, header or env
+				rows[i].Schedule, rows[i].Timezone = spec.Schedule, spec.Timezone
+			}
 			if j.Shard < len(owners) {
 				rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
 			}
@@ -315,5 +329,27 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 			}
 		}
 		return rows, total, nil
+	}
+}
+
+// changeFeed serves the Manager's ownership changes to the event stream.
+func changeFeed(mgr *shard.Manager) dashboard.Feed {
+	return func(seq uint64) ([]any, uint64, <-chan struct{}) {
+		changes, last, next := mgr.Changes(seq)
+		out := make([]any, len(changes))
+		for i, c := range changes {
+			out[i] = c
+		}
+		return out, last, next
+	}
+}
+
+// memberLeases serves the state with each member's lease time left in etcd.
+func memberLeases(cli *clientv3.Client, mgr *shard.Manager) func() any {
+	lt := &leaseTimes{cli: cli}
+	return func() any {
+		st := mgr.State()
+		lt.fill(&st)
+		return st
 	}
 }

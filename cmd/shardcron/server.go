@@ -59,6 +59,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		CACert:    node.EtcdCACert, Cert: node.EtcdCert, Key: node.EtcdKey,
 		Username: node.EtcdUsername, Password: node.EtcdPassword,
 		Verbose: node.LogLevel == "debug",
+		Metrics: newEtcdClientMetrics(),
 	}
 	if node.EmbeddedEtcd {
 		// A single replica with its own etcd: several replicas each
@@ -84,6 +85,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		Cluster: node.Cluster, Node: node.NodeID, HTTPAddr: node.HTTPAddr,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs, Logger: log,
+		EtcdMetrics: eo.Metrics,
 	})
 	if err != nil && !errors.Is(err, c.Context().Err()) {
 		return fmt.Errorf("server: %w", err)
