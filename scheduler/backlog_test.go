@@ -50,8 +50,8 @@ func TestRunAllCatchUpCapped(t *testing.T) {
 		if want := int64(3600 - MaxCatchUpRuns); rec.Skipped != want {
 			t.Errorf("skipped %d, want %d", rec.Skipped, want)
 		}
-		if got := testutil.ToFloat64(h.s.m.runs.WithLabelValues(string(StatusSkipped))); got != 3600-MaxCatchUpRuns {
-			t.Errorf("runs_total{skipped} = %v, want %d", got, 3600-MaxCatchUpRuns)
+		if got := testutil.ToFloat64(h.s.m.skipped.WithLabelValues("catch_up_capped")); got != 3600-MaxCatchUpRuns {
+			t.Errorf("ticks_skipped_total{catch_up_capped} = %v, want %d", got, 3600-MaxCatchUpRuns)
 		}
 	})
 }
