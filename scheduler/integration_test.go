@@ -234,9 +234,22 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 			t.Errorf("b ran %v with token %d, not above a's %d", f.tick, f.token, first.token)
 		}
 	}
-	if len(reruns) != 1 || !reruns[0].tick.Equal(first.tick) || reruns[0].shard != js {
-		t.Fatalf("b's re-runs %+v, want exactly a's interrupted tick %v", reruns, first.tick)
+	// a's interrupted tick, once; besides it only the tick a had claimed
+	// ahead of its time (a crash after a tick came due cannot be told from
+	// one after its run started, so it is a possible re-run too).
+	var interrupted []fire
+	for _, f := range reruns {
+		switch {
+		case f.tick.Equal(first.tick) && f.shard == js:
+			interrupted = append(interrupted, f)
+		case !f.tick.After(first.tick) || f.tick.After(first.tick.Add(time.Second)):
+			t.Errorf("b re-ran %v, neither a's interrupted tick %v nor the one after it", f.tick, first.tick)
+		}
 	}
+	if len(interrupted) != 1 {
+		t.Fatalf("b's re-runs %+v, want a's interrupted tick %v exactly once", reruns, first.tick)
+	}
+	reruns = interrupted
 
 	// a's late claim, as a paused process would send it on waking: refused
 	// by its own store (its session is gone) and by etcd's fence.
