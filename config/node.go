@@ -122,9 +122,7 @@ func (n Node) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &Error{Field: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if err := keyspace.ValidCluster(n.Cluster); err != nil {
-		bad("cluster", "%v", err)
-	}
+	n.Client().check(bad)
 	if !nodeID.MatchString(n.NodeID) {
 		bad("node_id", "%q must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 253 characters (default: the host name)", n.NodeID)
 	}
@@ -133,11 +131,6 @@ func (n Node) Validate() error {
 		bad("etcd_endpoints", "no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints), or --embedded-etcd for a single replica with its own etcd; server will not guess, because several replicas each embedding an etcd would be separate clusters, each firing every job")
 	case len(n.EtcdEndpoints) > 0 && n.EmbeddedEtcd:
 		bad("embedded_etcd", "embedded_etcd and etcd_endpoints exclude each other")
-	}
-	for _, ep := range n.EtcdEndpoints {
-		if msg := checkEndpoint(ep); msg != "" {
-			bad("etcd_endpoints", "%q: %s", ep, msg)
-		}
 	}
 	if n.EmbeddedEtcd && strings.TrimSpace(n.DataDir) == "" {
 		bad("data_dir", "is required with embedded_etcd")
@@ -180,37 +173,10 @@ func (n Node) Validate() error {
 	if !slices.Contains([]string{"text", "json"}, n.LogFormat) {
 		bad("log_format", "%q must be one of text, json", n.LogFormat)
 	}
-	if (n.EtcdCert == "") != (n.EtcdKey == "") {
-		bad("etcd_cert", "etcd_cert and etcd_key go together: set both or neither")
-	}
-	if (n.EtcdUsername == "") != (n.EtcdPassword == "") {
-		bad("etcd_username", "etcd_username and etcd_password go together: set both or neither")
-	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
-}
-
-// checkEndpoint accepts what the etcd client does: host:port, or a URL with
-// scheme http, https, unix or unixs.
-func checkEndpoint(ep string) string {
-	if ep == "" || strings.ContainsAny(ep, " \t\r\n") {
-		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
-	}
-	if scheme, rest, ok := strings.Cut(ep, "://"); ok {
-		if !slices.Contains([]string{"http", "https", "unix", "unixs"}, scheme) {
-			return "the scheme must be http, https, unix or unixs"
-		}
-		if rest == "" {
-			return "no host"
-		}
-		return ""
-	}
-	if _, _, err := net.SplitHostPort(ep); err != nil {
-		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
-	}
-	return ""
 }
 
 // LoadNodeFile reads the settings file at path (strict YAML, the keys of

@@ -19,47 +19,69 @@ const EnvPrefix = "SHARDCRON_"
 // Precedence says, for help texts, which source of a setting wins.
 const Precedence = "a flag wins over the environment variable SHARDCRON_<FLAG> (upper snake case), which wins over the --config file, which wins over the default"
 
+// Scope says which commands take a setting: server alone, or server and
+// every client command (apply, export, status, ...), which need only the
+// cluster and the way to etcd.
+type Scope int
+
+// The scopes of the settings table.
+const (
+	ServerOnly Scope = iota // server
+	Shared                  // server and every client command
+)
+
 // setting is one node setting: its file key, from which the flag name
 // (kebab case) and environment variable (SHARDCRON_ + upper case) follow,
-// its help text and the field it sets.
+// its help text, the field it sets and which commands take it.
 type setting struct {
 	key   string
 	help  string
 	field func(*Node) any // *string, *bool, *int, *Duration or *[]string
+	scope Scope
 }
 
 func (s setting) flag() string { return strings.ReplaceAll(s.key, "_", "-") }
 func (s setting) env() string  { return EnvPrefix + strings.ToUpper(s.key) }
 
 var nodeSettings = []setting{
-	{"cluster", "cluster name: every key lives under /shardcron/<cluster>/", func(n *Node) any { return &n.Cluster }},
-	{"node_id", "this replica's id, unique in the cluster (default: the host name)", func(n *Node) any { return &n.NodeID }},
-	{"etcd_endpoints", "etcd endpoints, comma separated (or --embedded-etcd)", func(n *Node) any { return &n.EtcdEndpoints }},
-	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }},
-	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }},
-	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }},
-	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }},
-	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }},
-	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }},
-	{"jobs", "jobs file bootstrapping an empty cluster's job set (otherwise drift is reported)", func(n *Node) any { return &n.Jobs }},
-	{"max_concurrent_runs", "cap on this replica's runs across all shards", func(n *Node) any { return &n.MaxConcurrentRuns }},
-	{"drain_timeout", "bound on draining a shard's runs when it is released (and on SIGTERM)", func(n *Node) any { return &n.DrainTimeout }},
-	{"log_level", "debug, info, warn or error", func(n *Node) any { return &n.LogLevel }},
-	{"log_format", "text or json", func(n *Node) any { return &n.LogFormat }},
-	{"etcd_cert", "client certificate for etcd", func(n *Node) any { return &n.EtcdCert }},
-	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }},
-	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }},
-	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }},
-	{"etcd_password", "etcd password; prefer the environment or the file (flags show in ps)", func(n *Node) any { return &n.EtcdPassword }},
+	{"cluster", "cluster name: every key lives under /shardcron/<cluster>/", func(n *Node) any { return &n.Cluster }, Shared},
+	{"node_id", "this replica's id, unique in the cluster (default: the host name)", func(n *Node) any { return &n.NodeID }, ServerOnly},
+	{"etcd_endpoints", "etcd endpoints, comma separated (server: or --embedded-etcd)", func(n *Node) any { return &n.EtcdEndpoints }, Shared},
+	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }, ServerOnly},
+	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }, ServerOnly},
+	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }, ServerOnly},
+	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }, ServerOnly},
+	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }, ServerOnly},
+	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }, ServerOnly},
+	{"jobs", "jobs file bootstrapping an empty cluster's job set (otherwise drift is reported)", func(n *Node) any { return &n.Jobs }, ServerOnly},
+	{"max_concurrent_runs", "cap on this replica's runs across all shards", func(n *Node) any { return &n.MaxConcurrentRuns }, ServerOnly},
+	{"drain_timeout", "bound on draining a shard's runs when it is released (and on SIGTERM)", func(n *Node) any { return &n.DrainTimeout }, ServerOnly},
+	{"log_level", "debug, info, warn or error", func(n *Node) any { return &n.LogLevel }, ServerOnly},
+	{"log_format", "text or json", func(n *Node) any { return &n.LogFormat }, ServerOnly},
+	{"etcd_cert", "client certificate for etcd", func(n *Node) any { return &n.EtcdCert }, Shared},
+	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }, Shared},
+	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }, Shared},
+	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }, Shared},
+	{"etcd_password", "etcd password; prefer the environment or the file (flags show in ps)", func(n *Node) any { return &n.EtcdPassword }, Shared},
 }
 
 // BindNodeFlags defines --config and a flag for every Node setting on fs,
 // with DefaultNode's values as defaults and help naming each flag's
-// environment variable.
-func BindNodeFlags(fs *pflag.FlagSet) {
+// environment variable: the flags of `server`.
+func BindNodeFlags(fs *pflag.FlagSet) { bindFlags(fs, ServerOnly) }
+
+// BindClientFlags defines --config and the flags of the Shared settings (the
+// cluster and the way to etcd): the flags of every client command.
+func BindClientFlags(fs *pflag.FlagSet) { bindFlags(fs, Shared) }
+
+// bindFlags binds the settings whose scope is at least min.
+func bindFlags(fs *pflag.FlagSet, min Scope) {
 	def := DefaultNode()
 	fs.String(ConfigFlag, "", "YAML file of these settings (keys in snake case: lease_ttl); "+Precedence+" (env "+EnvPrefix+"CONFIG)")
 	for _, s := range nodeSettings {
+		if s.scope < min {
+			continue
+		}
 		help := fmt.Sprintf("%s (env %s)", s.help, s.env())
 		switch p := s.field(&def).(type) {
 		case *string:
@@ -80,12 +102,47 @@ func BindNodeFlags(fs *pflag.FlagSet) {
 	}
 }
 
+// EnvVar is the environment variable of a flag: SHARDCRON_ plus the flag
+// name in upper snake case.
+func EnvVar(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // ResolveNode builds the node settings from DefaultNode, then the file named
 // by --config (or SHARDCRON_CONFIG), then the environment (env, such as
 // os.Getenv; nil for none; an empty value counts as unset), then the flags
 // set explicitly on fs (bound by BindNodeFlags), and validates the result.
 // Errors name the file and line, the variable or the setting.
 func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
+	n, err := resolve(fs, env, ServerOnly)
+	if err != nil {
+		return Node{}, err
+	}
+	if err := n.Validate(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}
+
+// ResolveClient is ResolveNode for a client command (flags bound by
+// BindClientFlags): the same sources in the same precedence, the same
+// --config file (whose server-only keys it checks and ignores), and only the
+// Shared settings read from the environment and validated.
+func ResolveClient(fs *pflag.FlagSet, env func(string) string) (Client, error) {
+	n, err := resolve(fs, env, Shared)
+	if err != nil {
+		return Client{}, err
+	}
+	c := n.Client()
+	if err := c.Validate(); err != nil {
+		return Client{}, err
+	}
+	return c, nil
+}
+
+// resolve applies default, file, environment and flags, in that order, for
+// the settings whose scope is at least min.
+func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
@@ -103,7 +160,7 @@ func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 	var errs Errors
 	for _, s := range nodeSettings {
 		v := env(s.env())
-		if v == "" {
+		if s.scope < min || v == "" {
 			continue
 		}
 		if err := s.parse(&n, v); err != nil {
@@ -112,7 +169,7 @@ func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 	}
 	for _, s := range nodeSettings {
 		f := fs.Lookup(s.flag())
-		if f == nil || !f.Changed {
+		if s.scope < min || f == nil || !f.Changed {
 			continue
 		}
 		if err := s.fromFlag(&n, fs); err != nil {
@@ -121,9 +178,6 @@ func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 	}
 	if len(errs) > 0 {
 		return Node{}, errs
-	}
-	if err := n.Validate(); err != nil {
-		return Node{}, err
 	}
 	return n, nil
 }

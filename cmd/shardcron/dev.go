@@ -126,7 +126,7 @@ func runDev(ctx context.Context, o devOptions) error {
 		return os.LookupEnv(name)
 	}
 
-	cli, err := etcdOptions{Endpoints: []string{etcd.Endpoint()}}.client()
+	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, false)
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		}
 	}
 
-	eo := etcdOptions{
-		Endpoints: node.EtcdEndpoints,
-		CACert:    node.EtcdCACert, Cert: node.EtcdCert, Key: node.EtcdKey,
-		Username: node.EtcdUsername, Password: node.EtcdPassword,
-		Verbose: node.LogLevel == "debug",
-	}
+	etcdSettings := node.Client().Etcd
 	if node.EmbeddedEtcd {
 		// A single replica with its own etcd: several replicas each
 		// embedding one would be separate clusters, each firing every job,
@@ -70,9 +65,9 @@ func runServer(c *cobra.Command, _ []string) error {
 		}
 		defer etcd.Close()
 		log.Info("embedded etcd listening", "endpoint", etcd.Endpoint(), "dir", node.DataDir)
-		eo.Endpoints = []string{etcd.Endpoint()}
+		etcdSettings.Endpoints = []string{etcd.Endpoint()}
 	}
-	cli, err := eo.client()
+	cli, err := newEtcdClient(etcdSettings, node.LogLevel == "debug")
 	if err != nil {
 		return err
 	}
@@ -96,7 +91,7 @@ func runServer(c *cobra.Command, _ []string) error {
 // the jobs' own variables.
 func warnUnknownEnv(fs *pflag.FlagSet, environ []string, log *slog.Logger) {
 	known := map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	fs.VisitAll(func(f *pflag.Flag) { known[config.EnvVar(f.Name)] = true })
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "SHARDCRON_") && !strings.HasPrefix(name, config.JobVarPrefix) && !known[name] {
