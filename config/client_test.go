@@ -120,3 +120,59 @@ func TestClientFlagsAreTheSharedSettings(t *testing.T) {
 		t.Error("no --config on a client command")
 	}
 }
+
+// TestEtcdPasswordFile: the password comes from the first line of a file
+// named by --etcd-password-file, SHARDCRON_ETCD_PASSWORD_FILE or the
+// --config file; a level that names the file overrides a password from a
+// lower level and the other way round; one level may not set both; errors
+// name the file and never hold the password.
+func TestEtcdPasswordFile(t *testing.T) {
+	const secret = "s3cret-marker-0412"
+	pwFile := writeFile(t, secret+"\r\nignored second line\n")
+	settings := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password: file-level\n")
+	settingsWithFile := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password_file: "+pwFile+"\n")
+	both := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password: a\netcd_password_file: "+pwFile+"\n")
+	emptyPw := writeFile(t, "\nsecond\n")
+	tests := []struct {
+		name    string
+		flags   []string
+		env     map[string]string
+		want    string // password, or
+		wantErr string
+	}{
+		{"flag", []string{"--etcd-endpoints", "http://x:1", "--etcd-username", "u", "--etcd-password-file", pwFile}, nil, secret, ""},
+		{"env _FILE", []string{"--etcd-endpoints", "http://x:1"}, map[string]string{"SHARDCRON_ETCD_USERNAME": "u", "SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, secret, ""},
+		{"config file", []string{"--config", settingsWithFile}, nil, secret, ""},
+		{"env file over config password", []string{"--config", settings}, map[string]string{"SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, secret, ""},
+		{"env password over config file", []string{"--config", settingsWithFile}, map[string]string{"SHARDCRON_ETCD_PASSWORD": "from-env"}, "from-env", ""},
+		{"flag password over env file", []string{"--config", settings, "--etcd-password", "from-flag"}, map[string]string{"SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, "from-flag", ""},
+		{"both in the environment", []string{"--config", settings}, map[string]string{"SHARDCRON_ETCD_PASSWORD": "a", "SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, "", "environment: SHARDCRON_ETCD_PASSWORD and SHARDCRON_ETCD_PASSWORD_FILE: set one or the other"},
+		{"both in the file", []string{"--config", both}, nil, "", both + `: "etcd_password" and "etcd_password_file": set one or the other`},
+		{"missing file", []string{"--config", settings, "--etcd-password-file", "/nonexistent/pw"}, nil, "", `field "etcd_password_file": open /nonexistent/pw: no such file or directory`},
+		{"empty first line", []string{"--config", settings, "--etcd-password-file", emptyPw}, nil, "", emptyPw + ": the first line is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, bind := range []func(*pflag.FlagSet){BindClientFlags, BindNodeFlags} {
+				fs := pflag.NewFlagSet("cmd", pflag.ContinueOnError)
+				bind(fs)
+				if err := fs.Parse(append(tc.flags, "--cluster", "c")); err != nil {
+					t.Fatal(err)
+				}
+				c, err := ResolveClient(fs, func(k string) string { return tc.env[k] })
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), secret) {
+						t.Fatalf("got %v, want an error with %q and without the password", err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Etcd.Password != tc.want {
+					t.Fatalf("password %q, want %q", c.Etcd.Password, tc.want)
+				}
+			}
+		})
+	}
+}

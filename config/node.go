@@ -92,6 +92,13 @@ type Node struct {
 	// Prefer the environment or a file for the password: flags show in ps.
 	EtcdUsername string `yaml:"etcd_username"`
 	EtcdPassword string `yaml:"etcd_password"`
+	// EtcdPasswordFile names a file whose first line is the etcd password,
+	// so that the password sits in neither a process list nor a manifest
+	// (SHARDCRON_ETCD_PASSWORD_FILE, --etcd-password-file). ResolveNode
+	// reads it into EtcdPassword. Setting it at a level of the precedence
+	// overrides etcd_password from a lower level; both at one level is an
+	// error.
+	EtcdPasswordFile string `yaml:"etcd_password_file"`
 }
 
 // DefaultNode returns the defaults; NodeID is the host name ("" if it cannot
@@ -187,17 +194,24 @@ func LoadNodeFile(path string) (Node, error) {
 }
 
 func loadNodeFile(n Node, path string) (Node, error) {
+	n, _, err := loadNodeFileKeys(n, path)
+	return n, err
+}
+
+// loadNodeFileKeys is loadNodeFile that also says which keys the file set.
+func loadNodeFileKeys(n Node, path string) (Node, map[string]bool, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return Node{}, fileError(path, err)
+		return Node{}, nil, fileError(path, err)
 	}
 	c := &collector{file: path}
 	root := parseDoc(c, data)
 	if len(c.errs) > 0 {
-		return Node{}, c.err()
+		return Node{}, nil, c.err()
 	}
+	set := map[string]bool{}
 	if root == nil {
-		return n, nil // an empty file sets nothing
+		return n, set, nil // an empty file sets nothing
 	}
 	d := &decoder{}
 	keys := make([]string, len(nodeSettings))
@@ -210,13 +224,14 @@ func loadNodeFile(n Node, path string) (Node, error) {
 			d.unknown(k, key, keys)
 			return
 		}
+		set[key] = true
 		nodeSettings[i].decode(d, &n, v)
 	})
 	for _, e := range d.errs {
 		c.add(e)
 	}
 	if err := c.err(); err != nil {
-		return Node{}, err
+		return Node{}, nil, err
 	}
-	return n, nil
+	return n, set, nil
 }

@@ -229,7 +229,7 @@ etcd_password: hunter2
 	}
 	want := Node{"prod", "node-1", []string{"https://etcd-0:2379", "https://etcd-1:2379"}, false, "/var/lib/shardcron", "0.0.0.0:9090",
 		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
-		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2"}
+		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", ""}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -62,8 +63,14 @@ var nodeSettings = []setting{
 	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }, Shared},
 	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }, Shared},
 	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }, Shared},
-	{"etcd_password", "etcd password; prefer the environment or the file (flags show in ps)", func(n *Node) any { return &n.EtcdPassword }, Shared},
+	{"etcd_password", "etcd password; prefer --etcd-password-file (flags and environments show in ps and manifests)", func(n *Node) any { return &n.EtcdPassword }, Shared},
+	{"etcd_password_file", "file whose first line is the etcd password", func(n *Node) any { return &n.EtcdPasswordFile }, Shared},
 }
+
+// secretFiles pairs a secret setting with the setting naming a file that
+// holds it. The two are one setting for the precedence: the higher level
+// wins whichever spelling it uses, and one level may not set both.
+var secretFiles = [][2]string{{"etcd_password", "etcd_password_file"}}
 
 // BindNodeFlags defines --config and a flag for every Node setting on fs,
 // with DefaultNode's values as defaults and help naming each flag's
@@ -151,35 +158,97 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error
 	if f := fs.Lookup(ConfigFlag); f != nil && f.Changed {
 		path = f.Value.String()
 	}
+	var errs Errors
 	if path != "" {
+		var keys map[string]bool
 		var err error
-		if n, err = loadNodeFile(n, path); err != nil {
+		if n, keys, err = loadNodeFileKeys(n, path); err != nil {
 			return Node{}, err
 		}
+		errs = append(errs, settleSecretFiles(&n, keys, path, func(k string) string { return `"` + k + `"` })...)
 	}
-	var errs Errors
+	set := map[string]bool{}
 	for _, s := range nodeSettings {
 		v := env(s.env())
 		if s.scope < min || v == "" {
 			continue
 		}
+		set[s.key] = true
 		if err := s.parse(&n, v); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
 		}
 	}
+	errs = append(errs, settleSecretFiles(&n, set, "environment", func(k string) string { return EnvPrefix + strings.ToUpper(k) })...)
+	set = map[string]bool{}
 	for _, s := range nodeSettings {
 		f := fs.Lookup(s.flag())
 		if s.scope < min || f == nil || !f.Changed {
 			continue
 		}
+		set[s.key] = true
 		if err := s.fromFlag(&n, fs); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
 		}
 	}
+	errs = append(errs, settleSecretFiles(&n, set, "flags", func(k string) string { return "--" + strings.ReplaceAll(k, "_", "-") })...)
 	if len(errs) > 0 {
 		return Node{}, errs
 	}
+	if n.EtcdPasswordFile != "" {
+		pw, err := readSecretFile(n.EtcdPasswordFile)
+		if err != nil {
+			return Node{}, Errors{{Field: "etcd_password_file", Msg: err.Error()}}
+		}
+		n.EtcdPassword = pw
+	}
 	return n, nil
+}
+
+// settleSecretFiles applies one level's secret settings over the lower
+// levels': a level that sets a secret or its file clears the other, and
+// may not set both (level names the level, name how it spells a key).
+func settleSecretFiles(n *Node, set map[string]bool, level string, name func(key string) string) Errors {
+	var errs Errors
+	for _, pair := range secretFiles {
+		switch {
+		case set[pair[0]] && set[pair[1]]:
+			errs = append(errs, &Error{Msg: fmt.Sprintf("%s: %s and %s: set one or the other", level, name(pair[0]), name(pair[1]))})
+		case set[pair[0]]:
+			clearSetting(n, pair[1])
+		case set[pair[1]]:
+			clearSetting(n, pair[0])
+		}
+	}
+	return errs
+}
+
+func clearSetting(n *Node, key string) {
+	for _, s := range nodeSettings {
+		if s.key == key {
+			*(s.field(n).(*string)) = ""
+		}
+	}
+}
+
+// MaxSecretFileSize bounds a secret file: a password or a few tokens.
+const MaxSecretFileSize = 64 << 10
+
+// readSecretFile returns the first line of the file at path, without its
+// line ending. Errors name the file and never hold its content.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err != nil:
+		return "", err
+	case len(b) > MaxSecretFileSize:
+		return "", fmt.Errorf("%s: more than %d bytes", path, MaxSecretFileSize)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("%s: the first line is empty", path)
+	}
+	return line, nil
 }
 
 // parse sets the setting from its text form (an environment variable).

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -21,17 +23,12 @@ import (
 // auth. The etcd client's zap logger is built here and only here, silent
 // unless verbose.
 func newEtcdClient(e config.Etcd, verbose bool) (*clientv3.Client, error) {
-	var tlsCfg *tls.Config
-	if e.CACert != "" || e.Cert != "" || e.Key != "" {
-		info := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}
-		var err error
-		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd TLS: %w", err)
-		}
+	tlsCfg, err := etcdTLS(e)
+	if err != nil {
+		return nil, err
 	}
 	log := zap.NewNop()
 	if verbose {
-		var err error
 		if log, err = zap.NewProduction(); err != nil {
 			return nil, err
 		}
@@ -47,9 +44,72 @@ func newEtcdClient(e config.Etcd, verbose bool) (*clientv3.Client, error) {
 		Logger:               log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd %s: %w", strings.Join(e.Endpoints, ","), err)
+		return nil, fmt.Errorf("etcd %s: %w%s", strings.Join(e.Endpoints, ","), err, explainTLS(e.Endpoints, tlsCfg))
 	}
 	return cli, nil
+}
+
+// etcdTLS is the client's TLS configuration: nil without CA and
+// certificate, in which case https endpoints use the system's roots.
+func etcdTLS(e config.Etcd) (*tls.Config, error) {
+	if e.CACert == "" && e.Cert == "" && e.Key == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS: %w", err)
+	}
+	return cfg, nil
+}
+
+// explainTLS says what a TLS handshake with the endpoints reports, or "".
+// A gRPC dial whose handshake fails retries until its deadline and then
+// says only "context deadline exceeded", which names no cause.
+func explainTLS(endpoints []string, cfg *tls.Config) string {
+	for _, ep := range endpoints[:min(len(endpoints), 3)] {
+		scheme, host, ok := strings.Cut(ep, "://")
+		if !ok {
+			scheme, host = "", ep
+		}
+		if scheme != "https" && (cfg == nil || scheme != "") {
+			continue
+		}
+		if err := probeTLS(host, cfg); err != nil {
+			return fmt.Sprintf(" (TLS with %s: %v)", host, err)
+		}
+	}
+	return ""
+}
+
+func explainEtcdTLS(e config.Etcd) string {
+	cfg, err := etcdTLS(e)
+	if err != nil {
+		return ""
+	}
+	return explainTLS(e.Endpoints, cfg)
+}
+
+// probeTLS completes a handshake with host and waits briefly for the
+// server's verdict on the client certificate, which TLS 1.3 sends after
+// the client considers the handshake done.
+func probeTLS(host string, cfg *tls.Config) error {
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", host, cfg.Clone())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return nil
+	}
+	return err
 }
 
 // etcdClient is a connection and the cluster's key space.
@@ -84,5 +144,14 @@ func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.Cance
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), f.timeout)
-	return ctx, func() { cancel(); cli.Close() }, &etcdClient{cli, keyspace.New(s.Cluster)}, nil
+	ks := keyspace.New(s.Cluster)
+	// One read first, so that a connection that cannot work is reported as
+	// such (with the TLS handshake's reason) rather than as the first
+	// command step that timed out.
+	if _, err := cli.Get(ctx, ks.Meta(), clientv3.WithCountOnly()); err != nil {
+		cancel()
+		cli.Close()
+		return nil, nil, nil, fmt.Errorf("etcd %s: %w%s", strings.Join(s.Etcd.Endpoints, ","), err, explainEtcdTLS(s.Etcd))
+	}
+	return ctx, func() { cancel(); cli.Close() }, &etcdClient{cli, ks}, nil
 }
