@@ -63,7 +63,7 @@ func TestServerAndClientAgree(t *testing.T) {
 	BindNodeFlags(server)
 	client := pflag.NewFlagSet("status", pflag.ContinueOnError)
 	BindClientFlags(client)
-	if err := server.Parse(flags); err != nil {
+	if err := server.Parse(append(flags, "--http-addr", "127.0.0.1:0")); err != nil {
 		t.Fatal(err)
 	}
 	if err := client.Parse(flags); err != nil {

@@ -99,6 +99,52 @@ type Node struct {
 	// overrides etcd_password from a lower level; both at one level is an
 	// error.
 	EtcdPasswordFile string `yaml:"etcd_password_file"`
+	// HTTPTLSCert and HTTPTLSKey serve HTTPAddr over TLS (both or neither).
+	HTTPTLSCert string `yaml:"http_tls_cert"`
+	HTTPTLSKey  string `yaml:"http_tls_key"`
+	// HTTPReadTokensFile and HTTPOperateTokensFile name files of bearer
+	// tokens, one a line (see package httpauth): read tokens may read the
+	// page and the API, operate tokens may also trigger, suspend, resume,
+	// drain, and every other request that is not a GET. Either one turns
+	// token auth on.
+	HTTPReadTokensFile    string `yaml:"http_read_tokens_file"`
+	HTTPOperateTokensFile string `yaml:"http_operate_tokens_file"`
+	// HTTPOpen lists which of healthz, readyz and metrics stay open when
+	// token auth is on; "none" protects them all. Default all three.
+	HTTPOpen []string `yaml:"http_open"`
+	// InsecureHTTP lets server listen beyond loopback without token auth.
+	// Without it, such a server refuses to start: anyone who can reach
+	// the port could trigger and suspend jobs.
+	InsecureHTTP bool `yaml:"insecure_http"`
+}
+
+// HTTPAuth says whether token auth is on.
+func (n Node) HTTPAuth() bool { return n.HTTPReadTokensFile != "" || n.HTTPOperateTokensFile != "" }
+
+// OpenPaths are the HTTP paths HTTPOpen leaves open.
+func (n Node) OpenPaths() []string {
+	var out []string
+	for _, p := range n.HTTPOpen {
+		if p != "none" {
+			out = append(out, "/"+p)
+		}
+	}
+	return out
+}
+
+// IsLoopback says whether the host of a host:port address is a loopback
+// address or localhost; "" and the unspecified addresses listen on every
+// interface, so they are not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // DefaultNode returns the defaults; NodeID is the host name ("" if it cannot
@@ -117,6 +163,7 @@ func DefaultNode() Node {
 		DrainTimeout:      Duration(DefaultDrainTimeout),
 		LogLevel:          DefaultLogLevel,
 		LogFormat:         DefaultLogFormat,
+		HTTPOpen:          []string{"healthz", "readyz", "metrics"},
 	}
 }
 
@@ -180,10 +227,33 @@ func (n Node) Validate() error {
 	if !slices.Contains([]string{"text", "json"}, n.LogFormat) {
 		bad("log_format", "%q must be one of text, json", n.LogFormat)
 	}
+	n.checkHTTP(bad)
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
+}
+
+// checkHTTP checks the HTTP security settings: TLS files in pairs, what
+// may stay open, and no unauthenticated listener beyond loopback unless
+// insecure_http says so.
+func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
+	if (n.HTTPTLSCert == "") != (n.HTTPTLSKey == "") {
+		bad("http_tls_cert", "http_tls_cert and http_tls_key go together: set both or neither")
+	}
+	for _, p := range n.HTTPOpen {
+		if !slices.Contains([]string{"healthz", "readyz", "metrics", "none"}, p) {
+			bad("http_open", "%q must be healthz, readyz, metrics or none", p)
+		}
+	}
+	if slices.Contains(n.HTTPOpen, "none") && len(n.HTTPOpen) > 1 {
+		bad("http_open", "none excludes the others")
+	}
+	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
+		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+
+			"set --http-operate-tokens-file and/or --http-read-tokens-file, or listen on loopback (--http-addr 127.0.0.1:8080), "+
+			"or accept the risk with --insecure-http", n.HTTPAddr)
+	}
 }
 
 // LoadNodeFile reads the settings file at path (strict YAML, the keys of

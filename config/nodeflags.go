@@ -65,6 +65,12 @@ var nodeSettings = []setting{
 	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }, Shared},
 	{"etcd_password", "etcd password; prefer --etcd-password-file (flags and environments show in ps and manifests)", func(n *Node) any { return &n.EtcdPassword }, Shared},
 	{"etcd_password_file", "file whose first line is the etcd password", func(n *Node) any { return &n.EtcdPasswordFile }, Shared},
+	{"http_tls_cert", "certificate (PEM, chain first) to serve HTTP over TLS", func(n *Node) any { return &n.HTTPTLSCert }, ServerOnly},
+	{"http_tls_key", "key of --http-tls-cert", func(n *Node) any { return &n.HTTPTLSKey }, ServerOnly},
+	{"http_read_tokens_file", "file of bearer tokens (one a line) that may read the page and API", func(n *Node) any { return &n.HTTPReadTokensFile }, ServerOnly},
+	{"http_operate_tokens_file", "file of bearer tokens (one a line) that may also trigger, suspend, resume, drain: every request but GET", func(n *Node) any { return &n.HTTPOperateTokensFile }, ServerOnly},
+	{"http_open", "with token auth, which of healthz, readyz, metrics stay open (none: protect all)", func(n *Node) any { return &n.HTTPOpen }, ServerOnly},
+	{"insecure_http", "allow listening beyond loopback without token auth", func(n *Node) any { return &n.InsecureHTTP }, ServerOnly},
 }
 
 // secretFiles pairs a secret setting with the setting naming a file that

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/lease"
@@ -46,6 +48,11 @@ type replicaConfig struct {
 	Env func(string) (string, bool)
 	// Listening is told the bound HTTP address once it serves.
 	Listening func(addr string)
+	// HTTPTLS, when set, serves HTTP over TLS.
+	HTTPTLS *tls.Config
+	// HTTPGuard, when set, guards every HTTP request with token auth; its
+	// metric joins the replica's registry.
+	HTTPGuard *httpauth.Guard
 }
 
 // schedulerHandler breaks the construction cycle between the shard Manager,
@@ -72,9 +79,16 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, err)
 	}
 	addr := listener.Addr().String()
+	if cfg.HTTPTLS != nil {
+		listener = tls.NewListener(listener, cfg.HTTPTLS)
+	}
 	var handler swapHandler
 	handler.Store(startingHandler())
-	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second}
+	var root http.Handler = &handler
+	if cfg.HTTPGuard != nil {
+		root = cfg.HTTPGuard.Wrap(root)
+	}
+	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	wg.Go(func() {
@@ -103,6 +117,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.HTTPGuard != nil {
+		reg.MustRegister(cfg.HTTPGuard)
+	}
 
 	rcfg := runner.DefaultConfig()
 	rcfg.Logger = log

@@ -47,6 +47,10 @@ func runServer(c *cobra.Command, _ []string) error {
 	}
 	slog.SetDefault(log) // what libraries log on the default logger looks the same
 	warnUnknownEnv(c.Flags(), os.Environ(), log)
+	httpTLS, guard, err := httpSecurity(node, log)
+	if err != nil {
+		return usageError{err}
+	}
 	var jobs []config.Job
 	if node.Jobs != "" {
 		if jobs, err = config.LoadJobs(node.Jobs); err != nil {
@@ -79,6 +83,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		Cluster: node.Cluster, Node: node.NodeID, HTTPAddr: node.HTTPAddr,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs, Logger: log,
+		HTTPTLS: httpTLS, HTTPGuard: guard,
 	})
 	if err != nil && !errors.Is(err, c.Context().Err()) {
 		return fmt.Errorf("server: %w", err)
