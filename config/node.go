@@ -116,6 +116,13 @@ type Node struct {
 	// Without it, such a server refuses to start: anyone who can reach
 	// the port could trigger and suspend jobs.
 	InsecureHTTP bool `yaml:"insecure_http"`
+	// Exec lets this replica run exec jobs; false refuses them all (their
+	// runs fail, saying so). Default true.
+	Exec bool `yaml:"exec"`
+	// ExecAllow, when not empty, lists the programs exec jobs may start on
+	// this replica: a job's command[0] exactly, or an absolute path inside
+	// an entry ending in "/". See runner.ExecPolicy.
+	ExecAllow []string `yaml:"exec_allow"`
 }
 
 // HTTPAuth says whether token auth is on.
@@ -164,6 +171,7 @@ func DefaultNode() Node {
 		LogLevel:          DefaultLogLevel,
 		LogFormat:         DefaultLogFormat,
 		HTTPOpen:          []string{"healthz", "readyz", "metrics"},
+		Exec:              true,
 	}
 }
 
@@ -248,6 +256,11 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 	}
 	if slices.Contains(n.HTTPOpen, "none") && len(n.HTTPOpen) > 1 {
 		bad("http_open", "none excludes the others")
+	}
+	for _, a := range n.ExecAllow {
+		if strings.HasSuffix(a, "/") && !strings.HasPrefix(a, "/") {
+			bad("exec_allow", "%q: a directory entry must be an absolute path", a)
+		}
 	}
 	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
 		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+

@@ -173,6 +173,7 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.HTTPAddr = "0.0.0.0:8080"; n.HTTPTLSCert, n.HTTPTLSKey = "c", "k" }, `listens beyond loopback without token auth`},
 		{func(n *Node) { n.HTTPAddr = "[::]:8080" }, `listens beyond loopback without token auth`},
 		{func(n *Node) { n.HTTPAddr = "shardcron.example:8080" }, `listens beyond loopback without token auth`},
+		{func(n *Node) { n.ExecAllow = []string{"bin/"} }, `field "exec_allow": "bin/": a directory entry must be an absolute path`},
 	}
 	for _, tc := range tests {
 		n := ok
@@ -251,6 +252,8 @@ http_read_tokens_file: /secrets/read-tokens
 http_operate_tokens_file: /secrets/operate-tokens
 http_open: [healthz]
 insecure_http: false
+exec: false
+exec_allow: [/usr/local/bin/, /usr/bin/true]
 `)
 	n, err := LoadNodeFile(path)
 	if err != nil {
@@ -259,7 +262,8 @@ insecure_http: false
 	want := Node{"prod", "node-1", []string{"https://etcd-0:2379", "https://etcd-1:2379"}, false, "/var/lib/shardcron", "0.0.0.0:9090",
 		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
 		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "",
-		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false}
+		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
+		false, []string{"/usr/local/bin/", "/usr/bin/true"}}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

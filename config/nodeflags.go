@@ -71,6 +71,8 @@ var nodeSettings = []setting{
 	{"http_operate_tokens_file", "file of bearer tokens (one a line) that may also trigger, suspend, resume, drain: every request but GET", func(n *Node) any { return &n.HTTPOperateTokensFile }, ServerOnly},
 	{"http_open", "with token auth, which of healthz, readyz, metrics stay open (none: protect all)", func(n *Node) any { return &n.HTTPOpen }, ServerOnly},
 	{"insecure_http", "allow listening beyond loopback without token auth", func(n *Node) any { return &n.InsecureHTTP }, ServerOnly},
+	{"exec", "run exec jobs on this replica (false: refuse them all)", func(n *Node) any { return &n.Exec }, ServerOnly},
+	{"exec_allow", "programs exec jobs may start here: a command[0] exactly, or a directory ending in / (default: any)", func(n *Node) any { return &n.ExecAllow }, ServerOnly},
 }
 
 // secretFiles pairs a secret setting with the setting naming a file that

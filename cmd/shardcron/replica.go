@@ -53,6 +53,8 @@ type replicaConfig struct {
 	// HTTPGuard, when set, guards every HTTP request with token auth; its
 	// metric joins the replica's registry.
 	HTTPGuard *httpauth.Guard
+	// ExecPolicy says which exec jobs this replica runs.
+	ExecPolicy runner.ExecPolicy
 }
 
 // schedulerHandler breaks the construction cycle between the shard Manager,
@@ -153,7 +155,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	scfg.DrainTimeout = cfg.DrainTimeout
 	scfg.KillGrace = rcfg.KillGrace // Drain cancels this long before its deadline
 	scfg.Logger, scfg.Registerer = cfg.Logger, reg
-	sched, err := scheduler.New(scfg, mgr.Store(), run)
+	sched, err := scheduler.New(scfg, mgr.Store(), runner.WithExecPolicy(run, cfg.ExecPolicy))
 	if err != nil {
 		return err
 	}

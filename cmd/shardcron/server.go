@@ -14,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/runner"
 )
 
 func newServerCmd() *cobra.Command {
@@ -84,6 +85,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs, Logger: log,
 		HTTPTLS: httpTLS, HTTPGuard: guard,
+		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow},
 	})
 	if err != nil && !errors.Is(err, c.Context().Err()) {
 		return fmt.Errorf("server: %w", err)
