@@ -131,7 +131,7 @@ func runDev(ctx context.Context, o devOptions) error {
 		return os.LookupEnv(name)
 	}
 
-	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, false)
+	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{})
 	if err != nil {
 		return err
 	}

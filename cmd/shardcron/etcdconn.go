@@ -14,21 +14,30 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
+// etcdClientOptions are how cmd wants its etcd client beyond the settings.
+type etcdClientOptions struct {
+	// Verbose keeps the etcd client's own logger; it is quiet otherwise.
+	Verbose bool
+	// DialOptions are added to the client's gRPC dial (interceptors).
+	DialOptions []grpc.DialOption
+}
+
 // newEtcdClient connects to etcd with the settings' endpoints, TLS and
 // auth. The etcd client's zap logger is built here and only here, silent
-// unless verbose.
-func newEtcdClient(e config.Etcd, verbose bool) (*clientv3.Client, error) {
+// unless o.Verbose.
+func newEtcdClient(e config.Etcd, o etcdClientOptions) (*clientv3.Client, error) {
 	tlsCfg, err := etcdTLS(e)
 	if err != nil {
 		return nil, err
 	}
 	log := zap.NewNop()
-	if verbose {
+	if o.Verbose {
 		if log, err = zap.NewProduction(); err != nil {
 			return nil, err
 		}
@@ -42,6 +51,7 @@ func newEtcdClient(e config.Etcd, verbose bool) (*clientv3.Client, error) {
 		Username:             e.Username,
 		Password:             e.Password,
 		Logger:               log,
+		DialOptions:          o.DialOptions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %s: %w%s", strings.Join(e.Endpoints, ","), err, explainTLS(e.Endpoints, tlsCfg))
@@ -139,7 +149,7 @@ func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.Cance
 		return nil, nil, nil, usageError{err}
 	}
 	f.cluster = s.Cluster
-	cli, err := newEtcdClient(s.Etcd, false)
+	cli, err := newEtcdClient(s.Etcd, etcdClientOptions{})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -72,7 +72,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		log.Info("embedded etcd listening", "endpoint", etcd.Endpoint(), "dir", node.DataDir)
 		etcdSettings.Endpoints = []string{etcd.Endpoint()}
 	}
-	cli, err := newEtcdClient(etcdSettings, node.LogLevel == "debug")
+	cli, err := newEtcdClient(etcdSettings, etcdClientOptions{Verbose: node.LogLevel == "debug"})
 	if err != nil {
 		return err
 	}
