@@ -2,6 +2,10 @@ module github.com/shardcron/shardcron
 
 go 1.26.0
 
+// go1.26.8 and .9 have reachable standard library vulnerabilities
+// (make vulncheck); .10 fixes the last of them.
+toolchain go1.26.11
+
 require (
 	github.com/buraksezer/consistent v1.0.0
 	github.com/cespare/xxhash/v2 v2.3.0

@@ -42,4 +42,15 @@ if [ -z "$db" ]; then
 fi
 
 cd "$root"
-exec "$bin/govulncheck" -db "file://$db" "$@" ./...
+rc=0
+"$bin/govulncheck" -db "file://$db" "$@" ./... || rc=$?
+if [ "$rc" -ne 0 ]; then
+	want="$(sed -n 's/^toolchain //p' go.mod)"
+	have="$(go env GOVERSION)"
+	if [ -n "$want" ] && [ "$want" != "$have" ]; then
+		echo "vulncheck: the standard library was checked at $have; go.mod asks for $want" \
+			"(GOTOOLCHAIN=$(go env GOTOOLCHAIN) keeps $have). Standard library findings go away with" \
+			"the newer toolchain: install it, or run with GOTOOLCHAIN=auto (it comes from the module proxy)." >&2
+	fi
+fi
+exit "$rc"
