@@ -264,8 +264,8 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 	}
 	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
 		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+
-			"set --http-operate-tokens-file and/or --http-read-tokens-file, or listen on loopback (--http-addr 127.0.0.1:8080), "+
-			"or accept the risk with --insecure-http", n.HTTPAddr)
+			"set --http-operate-tokens-file and/or --http-read-tokens-file (SHARDCRON_HTTP_OPERATE_TOKENS_FILE, ...), "+
+			"or listen on loopback (--http-addr 127.0.0.1:8080), or accept the risk with --insecure-http (SHARDCRON_INSECURE_HTTP=true)", n.HTTPAddr)
 	}
 }
 
