@@ -6,7 +6,7 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint etcd clean image etcd-image static k8s-check k8s-rules e2e-images
+.PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images
 
 # What `shardcron version`, shardcron_build_info and the member list say.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -122,6 +122,15 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	tools/vuln/vulncheck.sh
+
+# govulncheck against a local vulnerability database built from the
+# golang.org/x/vulndb module (tools/vuln, its own module; cached per vulndb
+# version): fails when a known vulnerable symbol is reachable. The standard
+# library is checked at the version of the toolchain that runs it, which
+# go.mod's toolchain line selects where GOTOOLCHAIN allows it.
+vulncheck:
+	tools/vuln/vulncheck.sh
 
 clean:
 	rm -rf $(BIN)

@@ -1,6 +1,10 @@
 // Package config reads what users write: the jobs file (ParseJobs, LoadJobs,
-// MarshalJobs) and a replica's node settings (Node, LoadNodeFile,
-// ResolveNode, BindNodeFlags).
+// MarshalJobs) and the settings of every command: one table (nodeflags.go)
+// with one precedence, flag > environment SHARDCRON_<FLAG> > --config file >
+// default, an empty variable counting as unset. `server` takes every setting
+// (Node: ResolveNode, BindNodeFlags); the client commands take the Shared
+// ones, the cluster and the way to etcd (Client: ResolveClient,
+// BindClientFlags), and read the same --config file.
 //
 // The jobs file is strict. A typo must never become a job that silently does
 // not run, so unknown fields, duplicate keys (also inside headers and env),
@@ -23,5 +27,5 @@
 // Invariants: a job ParseJobs returns has its defaults set (SetDefaults) and
 // passes Validate; MarshalJobs of it parses back to the same job. Nothing in
 // this package panics or exits, and nothing here reads the environment except
-// ResolveNode through the function it is given.
+// ResolveNode and ResolveClient through the function they are given.
 package config

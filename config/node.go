@@ -92,6 +92,66 @@ type Node struct {
 	// Prefer the environment or a file for the password: flags show in ps.
 	EtcdUsername string `yaml:"etcd_username"`
 	EtcdPassword string `yaml:"etcd_password"`
+	// EtcdPasswordFile names a file whose first line is the etcd password,
+	// so that the password sits in neither a process list nor a manifest
+	// (SHARDCRON_ETCD_PASSWORD_FILE, --etcd-password-file). ResolveNode
+	// reads it into EtcdPassword. Setting it at a level of the precedence
+	// overrides etcd_password from a lower level; both at one level is an
+	// error.
+	EtcdPasswordFile string `yaml:"etcd_password_file"`
+	// HTTPTLSCert and HTTPTLSKey serve HTTPAddr over TLS (both or neither).
+	HTTPTLSCert string `yaml:"http_tls_cert"`
+	HTTPTLSKey  string `yaml:"http_tls_key"`
+	// HTTPReadTokensFile and HTTPOperateTokensFile name files of bearer
+	// tokens, one a line (see package httpauth): read tokens may read the
+	// page and the API, operate tokens may also trigger, suspend, resume,
+	// drain, and every other request that is not a GET. Either one turns
+	// token auth on.
+	HTTPReadTokensFile    string `yaml:"http_read_tokens_file"`
+	HTTPOperateTokensFile string `yaml:"http_operate_tokens_file"`
+	// HTTPOpen lists which of healthz, readyz and metrics stay open when
+	// token auth is on; "none" protects them all. Default all three.
+	HTTPOpen []string `yaml:"http_open"`
+	// InsecureHTTP lets server listen beyond loopback without token auth.
+	// Without it, such a server refuses to start: anyone who can reach
+	// the port could trigger and suspend jobs.
+	InsecureHTTP bool `yaml:"insecure_http"`
+	// Exec lets this replica run exec jobs; false refuses them all (their
+	// runs fail, saying so). Default true.
+	Exec bool `yaml:"exec"`
+	// ExecAllow, when not empty, lists the programs exec jobs may start on
+	// this replica: a job's command[0] exactly, or an absolute path inside
+	// an entry ending in "/". See runner.ExecPolicy.
+	ExecAllow []string `yaml:"exec_allow"`
+}
+
+// HTTPAuth says whether token auth is on.
+func (n Node) HTTPAuth() bool { return n.HTTPReadTokensFile != "" || n.HTTPOperateTokensFile != "" }
+
+// OpenPaths are the HTTP paths HTTPOpen leaves open.
+func (n Node) OpenPaths() []string {
+	var out []string
+	for _, p := range n.HTTPOpen {
+		if p != "none" {
+			out = append(out, "/"+p)
+		}
+	}
+	return out
+}
+
+// IsLoopback says whether the host of a host:port address is a loopback
+// address or localhost; "" and the unspecified addresses listen on every
+// interface, so they are not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // DefaultNode returns the defaults; NodeID is the host name ("" if it cannot
@@ -110,6 +170,8 @@ func DefaultNode() Node {
 		DrainTimeout:      Duration(DefaultDrainTimeout),
 		LogLevel:          DefaultLogLevel,
 		LogFormat:         DefaultLogFormat,
+		HTTPOpen:          []string{"healthz", "readyz", "metrics"},
+		Exec:              true,
 	}
 }
 
@@ -122,9 +184,7 @@ func (n Node) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &Error{Field: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if err := keyspace.ValidCluster(n.Cluster); err != nil {
-		bad("cluster", "%v", err)
-	}
+	n.Client().check(bad)
 	if !nodeID.MatchString(n.NodeID) {
 		bad("node_id", "%q must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 253 characters (default: the host name)", n.NodeID)
 	}
@@ -133,11 +193,6 @@ func (n Node) Validate() error {
 		bad("etcd_endpoints", "no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints), or --embedded-etcd for a single replica with its own etcd; server will not guess, because several replicas each embedding an etcd would be separate clusters, each firing every job")
 	case len(n.EtcdEndpoints) > 0 && n.EmbeddedEtcd:
 		bad("embedded_etcd", "embedded_etcd and etcd_endpoints exclude each other")
-	}
-	for _, ep := range n.EtcdEndpoints {
-		if msg := checkEndpoint(ep); msg != "" {
-			bad("etcd_endpoints", "%q: %s", ep, msg)
-		}
 	}
 	if n.EmbeddedEtcd && strings.TrimSpace(n.DataDir) == "" {
 		bad("data_dir", "is required with embedded_etcd")
@@ -180,37 +235,38 @@ func (n Node) Validate() error {
 	if !slices.Contains([]string{"text", "json"}, n.LogFormat) {
 		bad("log_format", "%q must be one of text, json", n.LogFormat)
 	}
-	if (n.EtcdCert == "") != (n.EtcdKey == "") {
-		bad("etcd_cert", "etcd_cert and etcd_key go together: set both or neither")
-	}
-	if (n.EtcdUsername == "") != (n.EtcdPassword == "") {
-		bad("etcd_username", "etcd_username and etcd_password go together: set both or neither")
-	}
+	n.checkHTTP(bad)
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
 }
 
-// checkEndpoint accepts what the etcd client does: host:port, or a URL with
-// scheme http, https, unix or unixs.
-func checkEndpoint(ep string) string {
-	if ep == "" || strings.ContainsAny(ep, " \t\r\n") {
-		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
+// checkHTTP checks the HTTP security settings: TLS files in pairs, what
+// may stay open, and no unauthenticated listener beyond loopback unless
+// insecure_http says so.
+func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
+	if (n.HTTPTLSCert == "") != (n.HTTPTLSKey == "") {
+		bad("http_tls_cert", "http_tls_cert and http_tls_key go together: set both or neither")
 	}
-	if scheme, rest, ok := strings.Cut(ep, "://"); ok {
-		if !slices.Contains([]string{"http", "https", "unix", "unixs"}, scheme) {
-			return "the scheme must be http, https, unix or unixs"
+	for _, p := range n.HTTPOpen {
+		if !slices.Contains([]string{"healthz", "readyz", "metrics", "none"}, p) {
+			bad("http_open", "%q must be healthz, readyz, metrics or none", p)
 		}
-		if rest == "" {
-			return "no host"
+	}
+	if slices.Contains(n.HTTPOpen, "none") && len(n.HTTPOpen) > 1 {
+		bad("http_open", "none excludes the others")
+	}
+	for _, a := range n.ExecAllow {
+		if strings.HasSuffix(a, "/") && !strings.HasPrefix(a, "/") {
+			bad("exec_allow", "%q: a directory entry must be an absolute path", a)
 		}
-		return ""
 	}
-	if _, _, err := net.SplitHostPort(ep); err != nil {
-		return "an endpoint is host:port or a URL such as https://etcd-0:2379"
+	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
+		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+
+			"set --http-operate-tokens-file and/or --http-read-tokens-file (SHARDCRON_HTTP_OPERATE_TOKENS_FILE, ...), "+
+			"or listen on loopback (--http-addr 127.0.0.1:8080), or accept the risk with --insecure-http (SHARDCRON_INSECURE_HTTP=true)", n.HTTPAddr)
 	}
-	return ""
 }
 
 // LoadNodeFile reads the settings file at path (strict YAML, the keys of
@@ -221,17 +277,24 @@ func LoadNodeFile(path string) (Node, error) {
 }
 
 func loadNodeFile(n Node, path string) (Node, error) {
+	n, _, err := loadNodeFileKeys(n, path)
+	return n, err
+}
+
+// loadNodeFileKeys is loadNodeFile that also says which keys the file set.
+func loadNodeFileKeys(n Node, path string) (Node, map[string]bool, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return Node{}, fileError(path, err)
+		return Node{}, nil, fileError(path, err)
 	}
 	c := &collector{file: path}
 	root := parseDoc(c, data)
 	if len(c.errs) > 0 {
-		return Node{}, c.err()
+		return Node{}, nil, c.err()
 	}
+	set := map[string]bool{}
 	if root == nil {
-		return n, nil // an empty file sets nothing
+		return n, set, nil // an empty file sets nothing
 	}
 	d := &decoder{}
 	keys := make([]string, len(nodeSettings))
@@ -244,13 +307,14 @@ func loadNodeFile(n Node, path string) (Node, error) {
 			d.unknown(k, key, keys)
 			return
 		}
+		set[key] = true
 		nodeSettings[i].decode(d, &n, v)
 	})
 	for _, e := range d.errs {
 		c.add(e)
 	}
 	if err := c.err(); err != nil {
-		return Node{}, err
+		return Node{}, nil, err
 	}
-	return n, nil
+	return n, set, nil
 }

@@ -35,6 +35,7 @@ func TestResolveNodePrecedence(t *testing.T) {
 		{"defaults need an etcd", []string{"--embedded-etcd"}, nil, func(t *testing.T, n Node) {
 			want := DefaultNode()
 			want.EmbeddedEtcd = true
+			want.HTTPAddr = "127.0.0.1:8080"
 			if !reflect.DeepEqual(n, want) {
 				t.Fatalf("got %+v, want %+v", n, want)
 			}
@@ -87,7 +88,7 @@ func TestResolveNodePrecedence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
 			BindNodeFlags(fs)
-			if err := fs.Parse(tc.flags); err != nil {
+			if err := fs.Parse(append(tc.flags, "--http-addr", "127.0.0.1:8080")); err != nil {
 				t.Fatal(err)
 			}
 			n, err := ResolveNode(fs, func(k string) string { return tc.env[k] })
@@ -119,7 +120,7 @@ func TestResolveNodeErrors(t *testing.T) {
 	for _, tc := range tests {
 		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
 		BindNodeFlags(fs)
-		if err := fs.Parse(tc.flags); err != nil {
+		if err := fs.Parse(append(tc.flags, "--insecure-http")); err != nil {
 			t.Fatal(err)
 		}
 		_, err := ResolveNode(fs, func(k string) string { return tc.env[k] })
@@ -133,6 +134,7 @@ func TestNodeValidate(t *testing.T) {
 	ok := DefaultNode()
 	ok.NodeID = "node-1"
 	ok.EtcdEndpoints = []string{"http://127.0.0.1:2379"}
+	ok.HTTPAddr = "127.0.0.1:8080"
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid settings: %v", err)
 	}
@@ -164,6 +166,14 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.LogFormat = "xml" }, `field "log_format": "xml" must be one of text, json`},
 		{func(n *Node) { n.EtcdCert = "c.pem" }, `field "etcd_cert": etcd_cert and etcd_key go together`},
 		{func(n *Node) { n.EtcdPassword = "p" }, `field "etcd_username": etcd_username and etcd_password go together`},
+		{func(n *Node) { n.HTTPTLSKey = "k.pem" }, `field "http_tls_cert": http_tls_cert and http_tls_key go together`},
+		{func(n *Node) { n.HTTPOpen = []string{"healthz", "api"} }, `field "http_open": "api" must be healthz, readyz, metrics or none`},
+		{func(n *Node) { n.HTTPOpen = []string{"none", "metrics"} }, `none excludes the others`},
+		{func(n *Node) { n.HTTPAddr = ":8080" }, `field "http_addr": ":8080" listens beyond loopback without token auth`},
+		{func(n *Node) { n.HTTPAddr = "0.0.0.0:8080"; n.HTTPTLSCert, n.HTTPTLSKey = "c", "k" }, `listens beyond loopback without token auth`},
+		{func(n *Node) { n.HTTPAddr = "[::]:8080" }, `listens beyond loopback without token auth`},
+		{func(n *Node) { n.HTTPAddr = "shardcron.example:8080" }, `listens beyond loopback without token auth`},
+		{func(n *Node) { n.ExecAllow = []string{"bin/"} }, `field "exec_allow": "bin/": a directory entry must be an absolute path`},
 	}
 	for _, tc := range tests {
 		n := ok
@@ -172,6 +182,20 @@ func TestNodeValidate(t *testing.T) {
 		err := n.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	// Beyond loopback is fine with token auth, or when told so.
+	for _, mod := range []func(*Node){
+		func(n *Node) { n.HTTPAddr, n.HTTPOperateTokensFile = ":8080", "/tokens" },
+		func(n *Node) { n.HTTPAddr, n.HTTPReadTokensFile = "10.0.0.1:8080", "/tokens" },
+		func(n *Node) { n.HTTPAddr, n.InsecureHTTP = ":8080", true },
+		func(n *Node) { n.HTTPAddr = "localhost:0" },
+		func(n *Node) { n.HTTPAddr = "[::1]:8080" },
+	} {
+		n := ok
+		mod(&n)
+		if err := n.Validate(); err != nil {
+			t.Errorf("%s: %v", n.HTTPAddr, err)
 		}
 	}
 }
@@ -222,6 +246,14 @@ etcd_key: /tls/client-key.pem
 etcd_cacert: /tls/ca.pem
 etcd_username: shardcron
 etcd_password: hunter2
+http_tls_cert: /tls/http.pem
+http_tls_key: /tls/http-key.pem
+http_read_tokens_file: /secrets/read-tokens
+http_operate_tokens_file: /secrets/operate-tokens
+http_open: [healthz]
+insecure_http: false
+exec: false
+exec_allow: [/usr/local/bin/, /usr/bin/true]
 `)
 	n, err := LoadNodeFile(path)
 	if err != nil {
@@ -229,7 +261,9 @@ etcd_password: hunter2
 	}
 	want := Node{"prod", "node-1", []string{"https://etcd-0:2379", "https://etcd-1:2379"}, false, "/var/lib/shardcron", "0.0.0.0:9090",
 		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
-		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2"}
+		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "",
+		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
+		false, []string{"/usr/local/bin/", "/usr/bin/true"}}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -19,47 +20,83 @@ const EnvPrefix = "SHARDCRON_"
 // Precedence says, for help texts, which source of a setting wins.
 const Precedence = "a flag wins over the environment variable SHARDCRON_<FLAG> (upper snake case), which wins over the --config file, which wins over the default"
 
+// Scope says which commands take a setting: server alone, or server and
+// every client command (apply, export, status, ...), which need only the
+// cluster and the way to etcd.
+type Scope int
+
+// The scopes of the settings table.
+const (
+	ServerOnly Scope = iota // server
+	Shared                  // server and every client command
+)
+
 // setting is one node setting: its file key, from which the flag name
 // (kebab case) and environment variable (SHARDCRON_ + upper case) follow,
-// its help text and the field it sets.
+// its help text, the field it sets and which commands take it.
 type setting struct {
 	key   string
 	help  string
 	field func(*Node) any // *string, *bool, *int, *Duration or *[]string
+	scope Scope
 }
 
 func (s setting) flag() string { return strings.ReplaceAll(s.key, "_", "-") }
 func (s setting) env() string  { return EnvPrefix + strings.ToUpper(s.key) }
 
 var nodeSettings = []setting{
-	{"cluster", "cluster name: every key lives under /shardcron/<cluster>/", func(n *Node) any { return &n.Cluster }},
-	{"node_id", "this replica's id, unique in the cluster (default: the host name)", func(n *Node) any { return &n.NodeID }},
-	{"etcd_endpoints", "etcd endpoints, comma separated (or --embedded-etcd)", func(n *Node) any { return &n.EtcdEndpoints }},
-	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }},
-	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }},
-	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }},
-	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }},
-	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }},
-	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }},
-	{"jobs", "jobs file bootstrapping an empty cluster's job set (otherwise drift is reported)", func(n *Node) any { return &n.Jobs }},
-	{"max_concurrent_runs", "cap on this replica's runs across all shards", func(n *Node) any { return &n.MaxConcurrentRuns }},
-	{"drain_timeout", "bound on draining a shard's runs when it is released (and on SIGTERM)", func(n *Node) any { return &n.DrainTimeout }},
-	{"log_level", "debug, info, warn or error", func(n *Node) any { return &n.LogLevel }},
-	{"log_format", "text or json", func(n *Node) any { return &n.LogFormat }},
-	{"etcd_cert", "client certificate for etcd", func(n *Node) any { return &n.EtcdCert }},
-	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }},
-	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }},
-	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }},
-	{"etcd_password", "etcd password; prefer the environment or the file (flags show in ps)", func(n *Node) any { return &n.EtcdPassword }},
+	{"cluster", "cluster name: every key lives under /shardcron/<cluster>/", func(n *Node) any { return &n.Cluster }, Shared},
+	{"node_id", "this replica's id, unique in the cluster (default: the host name)", func(n *Node) any { return &n.NodeID }, ServerOnly},
+	{"etcd_endpoints", "etcd endpoints, comma separated (server: or --embedded-etcd)", func(n *Node) any { return &n.EtcdEndpoints }, Shared},
+	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }, ServerOnly},
+	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }, ServerOnly},
+	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }, ServerOnly},
+	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }, ServerOnly},
+	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }, ServerOnly},
+	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }, ServerOnly},
+	{"jobs", "jobs file bootstrapping an empty cluster's job set (otherwise drift is reported)", func(n *Node) any { return &n.Jobs }, ServerOnly},
+	{"max_concurrent_runs", "cap on this replica's runs across all shards", func(n *Node) any { return &n.MaxConcurrentRuns }, ServerOnly},
+	{"drain_timeout", "bound on draining a shard's runs when it is released (and on SIGTERM)", func(n *Node) any { return &n.DrainTimeout }, ServerOnly},
+	{"log_level", "debug, info, warn or error", func(n *Node) any { return &n.LogLevel }, ServerOnly},
+	{"log_format", "text or json", func(n *Node) any { return &n.LogFormat }, ServerOnly},
+	{"etcd_cert", "client certificate for etcd", func(n *Node) any { return &n.EtcdCert }, Shared},
+	{"etcd_key", "client key for etcd", func(n *Node) any { return &n.EtcdKey }, Shared},
+	{"etcd_cacert", "CA bundle that verifies etcd's certificate", func(n *Node) any { return &n.EtcdCACert }, Shared},
+	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }, Shared},
+	{"etcd_password", "etcd password; prefer --etcd-password-file (flags and environments show in ps and manifests)", func(n *Node) any { return &n.EtcdPassword }, Shared},
+	{"etcd_password_file", "file whose first line is the etcd password", func(n *Node) any { return &n.EtcdPasswordFile }, Shared},
+	{"http_tls_cert", "certificate (PEM, chain first) to serve HTTP over TLS", func(n *Node) any { return &n.HTTPTLSCert }, ServerOnly},
+	{"http_tls_key", "key of --http-tls-cert", func(n *Node) any { return &n.HTTPTLSKey }, ServerOnly},
+	{"http_read_tokens_file", "file of bearer tokens (one a line) that may read the page and API", func(n *Node) any { return &n.HTTPReadTokensFile }, ServerOnly},
+	{"http_operate_tokens_file", "file of bearer tokens (one a line) that may also trigger, suspend, resume, drain: every request but GET", func(n *Node) any { return &n.HTTPOperateTokensFile }, ServerOnly},
+	{"http_open", "with token auth, which of healthz, readyz, metrics stay open (none: protect all)", func(n *Node) any { return &n.HTTPOpen }, ServerOnly},
+	{"insecure_http", "allow listening beyond loopback without token auth", func(n *Node) any { return &n.InsecureHTTP }, ServerOnly},
+	{"exec", "run exec jobs on this replica (false: refuse them all)", func(n *Node) any { return &n.Exec }, ServerOnly},
+	{"exec_allow", "programs exec jobs may start here: a command[0] exactly, or a directory ending in / (default: any)", func(n *Node) any { return &n.ExecAllow }, ServerOnly},
 }
+
+// secretFiles pairs a secret setting with the setting naming a file that
+// holds it. The two are one setting for the precedence: the higher level
+// wins whichever spelling it uses, and one level may not set both.
+var secretFiles = [][2]string{{"etcd_password", "etcd_password_file"}}
 
 // BindNodeFlags defines --config and a flag for every Node setting on fs,
 // with DefaultNode's values as defaults and help naming each flag's
-// environment variable.
-func BindNodeFlags(fs *pflag.FlagSet) {
+// environment variable: the flags of `server`.
+func BindNodeFlags(fs *pflag.FlagSet) { bindFlags(fs, ServerOnly) }
+
+// BindClientFlags defines --config and the flags of the Shared settings (the
+// cluster and the way to etcd): the flags of every client command.
+func BindClientFlags(fs *pflag.FlagSet) { bindFlags(fs, Shared) }
+
+// bindFlags binds the settings whose scope is at least min.
+func bindFlags(fs *pflag.FlagSet, min Scope) {
 	def := DefaultNode()
 	fs.String(ConfigFlag, "", "YAML file of these settings (keys in snake case: lease_ttl); "+Precedence+" (env "+EnvPrefix+"CONFIG)")
 	for _, s := range nodeSettings {
+		if s.scope < min {
+			continue
+		}
 		help := fmt.Sprintf("%s (env %s)", s.help, s.env())
 		switch p := s.field(&def).(type) {
 		case *string:
@@ -80,12 +117,47 @@ func BindNodeFlags(fs *pflag.FlagSet) {
 	}
 }
 
+// EnvVar is the environment variable of a flag: SHARDCRON_ plus the flag
+// name in upper snake case.
+func EnvVar(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // ResolveNode builds the node settings from DefaultNode, then the file named
 // by --config (or SHARDCRON_CONFIG), then the environment (env, such as
 // os.Getenv; nil for none; an empty value counts as unset), then the flags
 // set explicitly on fs (bound by BindNodeFlags), and validates the result.
 // Errors name the file and line, the variable or the setting.
 func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
+	n, err := resolve(fs, env, ServerOnly)
+	if err != nil {
+		return Node{}, err
+	}
+	if err := n.Validate(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}
+
+// ResolveClient is ResolveNode for a client command (flags bound by
+// BindClientFlags): the same sources in the same precedence, the same
+// --config file (whose server-only keys it checks and ignores), and only the
+// Shared settings read from the environment and validated.
+func ResolveClient(fs *pflag.FlagSet, env func(string) string) (Client, error) {
+	n, err := resolve(fs, env, Shared)
+	if err != nil {
+		return Client{}, err
+	}
+	c := n.Client()
+	if err := c.Validate(); err != nil {
+		return Client{}, err
+	}
+	return c, nil
+}
+
+// resolve applies default, file, environment and flags, in that order, for
+// the settings whose scope is at least min.
+func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
@@ -94,38 +166,97 @@ func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 	if f := fs.Lookup(ConfigFlag); f != nil && f.Changed {
 		path = f.Value.String()
 	}
+	var errs Errors
 	if path != "" {
+		var keys map[string]bool
 		var err error
-		if n, err = loadNodeFile(n, path); err != nil {
+		if n, keys, err = loadNodeFileKeys(n, path); err != nil {
 			return Node{}, err
 		}
+		errs = append(errs, settleSecretFiles(&n, keys, path, func(k string) string { return `"` + k + `"` })...)
 	}
-	var errs Errors
+	set := map[string]bool{}
 	for _, s := range nodeSettings {
 		v := env(s.env())
-		if v == "" {
+		if s.scope < min || v == "" {
 			continue
 		}
+		set[s.key] = true
 		if err := s.parse(&n, v); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
 		}
 	}
+	errs = append(errs, settleSecretFiles(&n, set, "environment", func(k string) string { return EnvPrefix + strings.ToUpper(k) })...)
+	set = map[string]bool{}
 	for _, s := range nodeSettings {
 		f := fs.Lookup(s.flag())
-		if f == nil || !f.Changed {
+		if s.scope < min || f == nil || !f.Changed {
 			continue
 		}
+		set[s.key] = true
 		if err := s.fromFlag(&n, fs); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
 		}
 	}
+	errs = append(errs, settleSecretFiles(&n, set, "flags", func(k string) string { return "--" + strings.ReplaceAll(k, "_", "-") })...)
 	if len(errs) > 0 {
 		return Node{}, errs
 	}
-	if err := n.Validate(); err != nil {
-		return Node{}, err
+	if n.EtcdPasswordFile != "" {
+		pw, err := readSecretFile(n.EtcdPasswordFile)
+		if err != nil {
+			return Node{}, Errors{{Field: "etcd_password_file", Msg: err.Error()}}
+		}
+		n.EtcdPassword = pw
 	}
 	return n, nil
+}
+
+// settleSecretFiles applies one level's secret settings over the lower
+// levels': a level that sets a secret or its file clears the other, and
+// may not set both (level names the level, name how it spells a key).
+func settleSecretFiles(n *Node, set map[string]bool, level string, name func(key string) string) Errors {
+	var errs Errors
+	for _, pair := range secretFiles {
+		switch {
+		case set[pair[0]] && set[pair[1]]:
+			errs = append(errs, &Error{Msg: fmt.Sprintf("%s: %s and %s: set one or the other", level, name(pair[0]), name(pair[1]))})
+		case set[pair[0]]:
+			clearSetting(n, pair[1])
+		case set[pair[1]]:
+			clearSetting(n, pair[0])
+		}
+	}
+	return errs
+}
+
+func clearSetting(n *Node, key string) {
+	for _, s := range nodeSettings {
+		if s.key == key {
+			*(s.field(n).(*string)) = ""
+		}
+	}
+}
+
+// MaxSecretFileSize bounds a secret file: a password or a few tokens.
+const MaxSecretFileSize = 64 << 10
+
+// readSecretFile returns the first line of the file at path, without its
+// line ending. Errors name the file and never hold its content.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err != nil:
+		return "", err
+	case len(b) > MaxSecretFileSize:
+		return "", fmt.Errorf("%s: more than %d bytes", path, MaxSecretFileSize)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("%s: the first line is empty", path)
+	}
+	return line, nil
 }
 
 // parse sets the setting from its text form (an environment variable).

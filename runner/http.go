@@ -62,7 +62,7 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	// reads it again before following a redirect (another request sent).
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, deadlineKey{}, r.Deadline), method, url, rd)
 	if err != nil {
-		return failed("request: %v", err)
+		return failed("request: %s", redactURL(err, nil, url, h.URL))
 	}
 	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
 		v, err := rn.expand(h.Headers[k])
@@ -97,9 +97,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 			return stopped(ctx, r, "request abandoned")
 		}
 		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-			return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: fmt.Sprintf("request: %v", err)}
+			return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: "request: " + redactURL(err, req, url, h.URL)}
 		}
-		return failed("request: %v", err)
+		return failed("request: %s", redactURL(err, req, url, h.URL))
 	}
 	out, truncated, rerr := readBounded(resp.Body, rn.cfg.MaxResponseBytes)
 	if !truncated && rerr == nil {

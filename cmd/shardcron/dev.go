@@ -42,7 +42,8 @@ func newDevCmd() *cobra.Command {
 		Long: `Dev starts an embedded etcd on free loopback ports and N replicas against it,
 in one process, for trying shardcron out. The first replica serves the
 dashboard and APIs on --http-addr (127.0.0.1:8080 unless told otherwise; :0
-takes a free port), the others on free ports; every bound address is printed.
+takes a free port), the others on free ports, all on loopback (dev has no
+token auth); every bound address is printed.
 A fencing-aware sink receives the example http jobs ($SHARDCRON_JOB_SINK_URL)
 and logs every fire. Logs are prefixed by replica. Ctrl-C leaves gracefully.`,
 		Args: cobra.NoArgs,
@@ -69,6 +70,11 @@ func runDev(ctx context.Context, o devOptions) error {
 	if o.shards < 1 || o.shards > keyspace.MaxShards {
 		return usageError{fmt.Errorf("--shards %d: want 1 to %d", o.shards, keyspace.MaxShards)}
 	}
+	addr, err := devAddr(o.httpAddr)
+	if err != nil {
+		return usageError{err}
+	}
+	o.httpAddr = addr
 	lc := lease.DefaultConfig()
 	lc.TTL = o.leaseTTL
 	if err := lc.Validate(); err != nil {
@@ -76,7 +82,6 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
-		var err error
 		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {
 			return err
 		}
@@ -127,7 +132,7 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 
 	etcdMetrics := newEtcdClientMetrics()
-	cli, err := etcdOptions{Endpoints: []string{etcd.Endpoint()}, Metrics: etcdMetrics}.client()
+	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
 	if err != nil {
 		return err
 	}
@@ -171,4 +176,19 @@ func runDev(ctx context.Context, o devOptions) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// devAddr keeps dev on loopback: dev has no token auth, so an address
+// without a host (":0") means 127.0.0.1, and any other host is refused.
+func devAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("--http-addr %q: %w", addr, err)
+	case host == "":
+		return net.JoinHostPort("127.0.0.1", port), nil
+	case !config.IsLoopback(addr):
+		return "", fmt.Errorf("--http-addr %q: dev serves only on loopback (it has no token auth; run server with --http-operate-tokens-file to serve beyond it)", addr)
+	}
+	return addr, nil
 }

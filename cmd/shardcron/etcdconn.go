@@ -1,128 +1,167 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
-// etcdOptions are the connection settings every subcommand that talks to
-// etcd shares: endpoints, TLS and auth.
-type etcdOptions struct {
-	Endpoints []string
-	CACert    string
-	Cert      string
-	Key       string
-	Username  string
-	Password  string
+// etcdClientOptions are how cmd wants its etcd client beyond the settings.
+type etcdClientOptions struct {
 	// Verbose keeps the etcd client's own logger; it is quiet otherwise.
 	Verbose bool
-	// Metrics, when not nil, count and time the client's RPCs.
-	Metrics *grpcprom.ClientMetrics
+	// DialOptions are added to the client's gRPC dial (interceptors).
+	DialOptions []grpc.DialOption
 }
 
-// bindEtcdFlags defines the connection flags of apply, export and status.
-// Each also reads SHARDCRON_<FLAG>; a flag wins over the environment.
-func bindEtcdFlags(fs *pflag.FlagSet, o *etcdOptions) {
-	fs.StringSliceVar(&o.Endpoints, "etcd-endpoints", nil, "etcd endpoints, comma separated (env SHARDCRON_ETCD_ENDPOINTS)")
-	fs.StringVar(&o.CACert, "etcd-cacert", "", "CA bundle that verifies etcd's certificate (env SHARDCRON_ETCD_CACERT)")
-	fs.StringVar(&o.Cert, "etcd-cert", "", "client certificate for etcd (env SHARDCRON_ETCD_CERT)")
-	fs.StringVar(&o.Key, "etcd-key", "", "client key for etcd (env SHARDCRON_ETCD_KEY)")
-	fs.StringVar(&o.Username, "etcd-username", "", "etcd user (env SHARDCRON_ETCD_USERNAME)")
-	fs.StringVar(&o.Password, "etcd-password", "", "etcd password; prefer the environment (env SHARDCRON_ETCD_PASSWORD)")
-}
-
-// fillFromEnv applies SHARDCRON_* variables to the flags that were not set.
-func (o *etcdOptions) fillFromEnv(fs *pflag.FlagSet) {
-	str := func(flag string, dst *string) {
-		if v, ok := os.LookupEnv(envName(flag)); ok && !fs.Changed(flag) {
-			*dst = v
-		}
-	}
-	if v, ok := os.LookupEnv(envName("etcd-endpoints")); ok && !fs.Changed("etcd-endpoints") {
-		o.Endpoints = strings.Split(v, ",")
-	}
-	str("etcd-cacert", &o.CACert)
-	str("etcd-cert", &o.Cert)
-	str("etcd-key", &o.Key)
-	str("etcd-username", &o.Username)
-	str("etcd-password", &o.Password)
-}
-
-// envName is the environment variable of a flag: SHARDCRON_ plus the flag
-// name in upper snake case.
-func envName(flag string) string {
-	return "SHARDCRON_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
-// client connects to etcd. The etcd client's zap logger is built here and
-// only here, silent unless Verbose.
-func (o etcdOptions) client() (*clientv3.Client, error) {
-	var eps []string
-	for _, e := range o.Endpoints {
-		if e = strings.TrimSpace(e); e != "" {
-			eps = append(eps, e)
-		}
-	}
-	if len(eps) == 0 {
-		return nil, usageError{errors.New("no etcd endpoints: set --etcd-endpoints or SHARDCRON_ETCD_ENDPOINTS")}
-	}
-	var tlsCfg *tls.Config
-	if o.CACert != "" || o.Cert != "" || o.Key != "" {
-		info := transport.TLSInfo{TrustedCAFile: o.CACert, CertFile: o.Cert, KeyFile: o.Key}
-		var err error
-		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd TLS: %w", err)
-		}
+// newEtcdClient connects to etcd with the settings' endpoints, TLS and
+// auth. The etcd client's zap logger is built here and only here, silent
+// unless o.Verbose.
+func newEtcdClient(e config.Etcd, o etcdClientOptions) (*clientv3.Client, error) {
+	tlsCfg, err := etcdTLS(e)
+	if err != nil {
+		return nil, err
 	}
 	log := zap.NewNop()
 	if o.Verbose {
-		var err error
 		if log, err = zap.NewProduction(); err != nil {
 			return nil, err
 		}
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            eps,
+		Endpoints:            e.Endpoints,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
 		TLS:                  tlsCfg,
-		Username:             o.Username,
-		Password:             o.Password,
+		Username:             e.Username,
+		Password:             e.Password,
 		Logger:               log,
-		DialOptions:          o.dialOptions(),
+		DialOptions:          o.DialOptions,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd %s: %w", strings.Join(eps, ","), err)
+		return nil, fmt.Errorf("etcd %s: %w%s", strings.Join(e.Endpoints, ","), err, explainTLS(e.Endpoints, tlsCfg))
 	}
 	return cli, nil
 }
 
-func (o etcdOptions) dialOptions() []grpc.DialOption {
-	if o.Metrics == nil {
+// etcdTLS is the client's TLS configuration: nil without CA and
+// certificate, in which case https endpoints use the system's roots.
+func etcdTLS(e config.Etcd) (*tls.Config, error) {
+	if e.CACert == "" && e.Cert == "" && e.Key == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS: %w", err)
+	}
+	return cfg, nil
+}
+
+// explainTLS says what a TLS handshake with the endpoints reports, or "".
+// A gRPC dial whose handshake fails retries until its deadline and then
+// says only "context deadline exceeded", which names no cause.
+func explainTLS(endpoints []string, cfg *tls.Config) string {
+	for _, ep := range endpoints[:min(len(endpoints), 3)] {
+		scheme, host, ok := strings.Cut(ep, "://")
+		if !ok {
+			scheme, host = "", ep
+		}
+		if scheme != "https" && (cfg == nil || scheme != "") {
+			continue
+		}
+		if err := probeTLS(host, cfg); err != nil {
+			return fmt.Sprintf(" (TLS with %s: %v)", host, err)
+		}
+	}
+	return ""
+}
+
+func explainEtcdTLS(e config.Etcd) string {
+	cfg, err := etcdTLS(e)
+	if err != nil {
+		return ""
+	}
+	return explainTLS(e.Endpoints, cfg)
+}
+
+// probeTLS completes a handshake with host and waits briefly for the
+// server's verdict on the client certificate, which TLS 1.3 sends after
+// the client considers the handshake done.
+func probeTLS(host string, cfg *tls.Config) error {
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", host, cfg.Clone())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
 		return nil
 	}
-	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(o.Metrics.UnaryClientInterceptor()),
-		grpc.WithChainStreamInterceptor(o.Metrics.StreamClientInterceptor()),
-	}
+	return err
 }
 
 // etcdClient is a connection and the cluster's key space.
 type etcdClient struct {
 	cli *clientv3.Client
 	ks  keyspace.Space
+}
+
+// clusterFlags are what the client subcommands share: the Shared settings
+// of config's table (--config, --cluster, the etcd connection), resolved
+// with the same precedence as server's, and --timeout.
+type clusterFlags struct {
+	cluster string // set by connect
+	timeout time.Duration
+}
+
+func (f *clusterFlags) bind(c *cobra.Command) {
+	config.BindClientFlags(c.Flags())
+	c.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
+}
+
+// connect resolves the settings and returns a client, the cluster's key
+// space, and a context bounded by --timeout.
+func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.CancelFunc, *etcdClient, error) {
+	s, err := config.ResolveClient(c.Flags(), os.Getenv)
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	f.cluster = s.Cluster
+	cli, err := newEtcdClient(s.Etcd, etcdClientOptions{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), f.timeout)
+	ks := keyspace.New(s.Cluster)
+	// One read first, so that a connection that cannot work is reported as
+	// such (with the TLS handshake's reason) rather than as the first
+	// command step that timed out.
+	if _, err := cli.Get(ctx, ks.Meta(), clientv3.WithCountOnly()); err != nil {
+		cancel()
+		cli.Close()
+		return nil, nil, nil, fmt.Errorf("etcd %s: %w%s", strings.Join(s.Etcd.Endpoints, ","), err, explainEtcdTLS(s.Etcd))
+	}
+	return ctx, func() { cancel(); cli.Close() }, &etcdClient{cli, ks}, nil
 }

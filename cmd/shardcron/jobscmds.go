@@ -1,49 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 )
-
-// clusterFlags are what the client subcommands share: the cluster name and
-// the etcd connection.
-type clusterFlags struct {
-	cluster string
-	etcd    etcdOptions
-	timeout time.Duration
-}
-
-func (f *clusterFlags) bind(c *cobra.Command) {
-	c.Flags().StringVar(&f.cluster, "cluster", "default", "cluster name (env SHARDCRON_CLUSTER)")
-	c.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
-	bindEtcdFlags(c.Flags(), &f.etcd)
-}
-
-// connect resolves the environment and returns a client, the cluster's key
-// space, and a context bounded by --timeout.
-func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.CancelFunc, *etcdClient, error) {
-	if v, ok := os.LookupEnv(envName("cluster")); ok && !c.Flags().Changed("cluster") {
-		f.cluster = v
-	}
-	f.etcd.fillFromEnv(c.Flags())
-	if err := keyspace.ValidCluster(f.cluster); err != nil {
-		return nil, nil, nil, usageError{fmt.Errorf("--cluster: %w", err)}
-	}
-	cli, err := f.etcd.client()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), f.timeout)
-	return ctx, func() { cancel(); cli.Close() }, &etcdClient{cli, keyspace.New(f.cluster)}, nil
-}
 
 func newValidateCmd() *cobra.Command {
 	var file string

@@ -7,6 +7,7 @@ import (
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/jobstore"
@@ -85,4 +86,13 @@ func (m *jobSetMetrics) jobs() map[string]*config.Job {
 		return *p
 	}
 	return nil
+}
+
+// etcdMetricsDial is the dial options that let m count and time an etcd
+// client's RPCs.
+func etcdMetricsDial(m *grpcprom.ClientMetrics) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(m.UnaryClientInterceptor()),
+		grpc.WithChainStreamInterceptor(m.StreamClientInterceptor()),
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/lease"
@@ -50,6 +52,13 @@ type replicaConfig struct {
 	// EtcdMetrics, when not nil, are the etcd client's gRPC metrics,
 	// served with the replica's own.
 	EtcdMetrics prometheus.Collector
+	// HTTPTLS, when set, serves HTTP over TLS.
+	HTTPTLS *tls.Config
+	// HTTPGuard, when set, guards every HTTP request with token auth; its
+	// metric joins the replica's registry.
+	HTTPGuard *httpauth.Guard
+	// ExecPolicy says which exec jobs this replica runs.
+	ExecPolicy runner.ExecPolicy
 }
 
 // schedulerHandler breaks the construction cycle between the shard Manager,
@@ -76,11 +85,18 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		return fmt.Errorf("--http-addr %s: %w", cfg.HTTPAddr, err)
 	}
 	addr := listener.Addr().String()
+	if cfg.HTTPTLS != nil {
+		listener = tls.NewListener(listener, cfg.HTTPTLS)
+	}
 	var handler swapHandler
 	handler.Store(startingHandler())
+	var root http.Handler = &handler
+	if cfg.HTTPGuard != nil {
+		root = cfg.HTTPGuard.Wrap(root)
+	}
 	// Requests (the event stream above all) end when the server stops.
 	baseCtx, endRequests := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: &handler, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -110,6 +126,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 
 	reg := newRegistry(cfg.EtcdMetrics)
+	if cfg.HTTPGuard != nil {
+		reg.MustRegister(cfg.HTTPGuard)
+	}
 
 	rcfg := runner.DefaultConfig()
 	rcfg.Logger = log
@@ -143,7 +162,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	scfg.DrainTimeout = cfg.DrainTimeout
 	scfg.KillGrace = rcfg.KillGrace // Drain cancels this long before its deadline
 	scfg.Logger, scfg.Registerer = cfg.Logger, reg
-	sched, err := scheduler.New(scfg, mgr.Store(), run)
+	sched, err := scheduler.New(scfg, mgr.Store(), runner.WithExecPolicy(run, cfg.ExecPolicy))
 	if err != nil {
 		return err
 	}

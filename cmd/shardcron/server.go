@@ -14,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/runner"
 )
 
 func newServerCmd() *cobra.Command {
@@ -47,6 +48,10 @@ func runServer(c *cobra.Command, _ []string) error {
 	}
 	slog.SetDefault(log) // what libraries log on the default logger looks the same
 	warnUnknownEnv(c.Flags(), os.Environ(), log)
+	httpTLS, guard, err := httpSecurity(node, log)
+	if err != nil {
+		return usageError{err}
+	}
 	var jobs []config.Job
 	if node.Jobs != "" {
 		if jobs, err = config.LoadJobs(node.Jobs); err != nil {
@@ -54,13 +59,8 @@ func runServer(c *cobra.Command, _ []string) error {
 		}
 	}
 
-	eo := etcdOptions{
-		Endpoints: node.EtcdEndpoints,
-		CACert:    node.EtcdCACert, Cert: node.EtcdCert, Key: node.EtcdKey,
-		Username: node.EtcdUsername, Password: node.EtcdPassword,
-		Verbose: node.LogLevel == "debug",
-		Metrics: newEtcdClientMetrics(),
-	}
+	etcdSettings := node.Client().Etcd
+	etcdMetrics := newEtcdClientMetrics()
 	if node.EmbeddedEtcd {
 		// A single replica with its own etcd: several replicas each
 		// embedding one would be separate clusters, each firing every job,
@@ -71,9 +71,9 @@ func runServer(c *cobra.Command, _ []string) error {
 		}
 		defer etcd.Close()
 		log.Info("embedded etcd listening", "endpoint", etcd.Endpoint(), "dir", node.DataDir)
-		eo.Endpoints = []string{etcd.Endpoint()}
+		etcdSettings.Endpoints = []string{etcd.Endpoint()}
 	}
-	cli, err := eo.client()
+	cli, err := newEtcdClient(etcdSettings, etcdClientOptions{Verbose: node.LogLevel == "debug", DialOptions: etcdMetricsDial(etcdMetrics)})
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,9 @@ func runServer(c *cobra.Command, _ []string) error {
 		Cluster: node.Cluster, Node: node.NodeID, HTTPAddr: node.HTTPAddr,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs, Logger: log,
-		EtcdMetrics: eo.Metrics,
+		EtcdMetrics: etcdMetrics,
+		HTTPTLS:     httpTLS, HTTPGuard: guard,
+		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow},
 	})
 	if err != nil && !errors.Is(err, c.Context().Err()) {
 		return fmt.Errorf("server: %w", err)
@@ -98,7 +100,7 @@ func runServer(c *cobra.Command, _ []string) error {
 // the jobs' own variables.
 func warnUnknownEnv(fs *pflag.FlagSet, environ []string, log *slog.Logger) {
 	known := map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	fs.VisitAll(func(f *pflag.Flag) { known[config.EnvVar(f.Name)] = true })
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "SHARDCRON_") && !strings.HasPrefix(name, config.JobVarPrefix) && !known[name] {

@@ -33,6 +33,8 @@ type Process struct {
 	peer    string
 	logPath string
 
+	tls *Certs // nil: plain http
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed by the waiter goroutine when cmd exits
@@ -44,10 +46,24 @@ type Process struct {
 // EtcdBinary).
 func StartProcess(t testing.TB) *Process {
 	t.Helper()
+	return StartProcessWith(t, ProcessOptions{})
+}
+
+// ProcessOptions change how StartProcessWith starts etcd.
+type ProcessOptions struct {
+	// TLS, when set, serves clients over https with TLS's server
+	// certificate and requires client certificates signed by its CA
+	// (--client-cert-auth); the peer URL stays plain on loopback.
+	TLS *Certs
+}
+
+// StartProcessWith is StartProcess with options.
+func StartProcessWith(t testing.TB, o ProcessOptions) *Process {
+	t.Helper()
 	bin := EtcdBinary(t)
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		p := &Process{t: t, bin: bin, dir: t.TempDir()}
+		p := &Process{t: t, bin: bin, dir: t.TempDir(), tls: o.TLS}
 		p.logPath = filepath.Join(p.dir, "etcd.log")
 		if p.client, err = etcdembed.FreeAddr(); err != nil {
 			break
@@ -76,17 +92,24 @@ func (p *Process) start() error {
 		return err
 	}
 	defer logf.Close()
-	cu, pu := "http://"+p.client, "http://"+p.peer
-	cmd := exec.Command(p.bin,
+	cu, pu := p.Endpoint(), "http://"+p.peer
+	args := []string{
 		"--name", "etcdtest",
 		"--data-dir", filepath.Join(p.dir, "data"),
 		"--listen-client-urls", cu, "--advertise-client-urls", cu,
 		"--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
-		"--initial-cluster", "etcdtest="+pu,
+		"--initial-cluster", "etcdtest=" + pu,
 		"--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
-		"--quota-backend-bytes", fmt.Sprint(256<<20),
+		"--quota-backend-bytes", fmt.Sprint(256 << 20),
 		"--log-level", "warn",
-	)
+	}
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if p.tls != nil {
+		args = append(args, "--cert-file", p.tls.ServerCert, "--key-file", p.tls.ServerKey,
+			"--trusted-ca-file", p.tls.CA, "--client-cert-auth")
+		hc.Transport = &http.Transport{DisableKeepAlives: true, TLSClientConfig: p.tls.ClientTLS(p.t)}
+	}
+	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group (a signal to the test's group does not reach
 	// it twice) and SIGKILL if the test process dies first.
@@ -100,7 +123,6 @@ func (p *Process) start() error {
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
@@ -121,8 +143,13 @@ func (p *Process) start() error {
 	return errors.New("etcd process not healthy after 60s")
 }
 
-// Endpoint is the client URL.
-func (p *Process) Endpoint() string { return "http://" + p.client }
+// Endpoint is the client URL (https with ProcessOptions.TLS).
+func (p *Process) Endpoint() string {
+	if p.tls != nil {
+		return "https://" + p.client
+	}
+	return "http://" + p.client
+}
 
 // Pid is the process id of the running etcd (0 when none runs).
 func (p *Process) Pid() int {

@@ -1,0 +1,57 @@
+package httpauth
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// MinTokenLength is the shortest token accepted: a bearer token is a
+// password that a script, not a person, types, so it can be long.
+const MinTokenLength = 16
+
+// maxTokenFile bounds a token file.
+const maxTokenFile = 1 << 20
+
+// ErrTokenFile: a token file cannot be read or holds a bad token. The error
+// names the file and line, never the token.
+var ErrTokenFile = errors.New("httpauth: bad token file")
+
+// LoadTokens reads a token file: one token per line; blank lines and lines
+// starting with # are skipped, surrounding white space is trimmed. Several
+// tokens let a token be rotated without a moment in which neither the old
+// nor the new one works.
+func LoadTokens(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTokenFile, err)
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("%w: %s: more than %d bytes", ErrTokenFile, path, maxTokenFile)
+	}
+	var tokens []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), maxTokenFile)
+	for line := 1; sc.Scan(); line++ {
+		tok := strings.TrimSpace(sc.Text())
+		switch {
+		case tok == "" || strings.HasPrefix(tok, "#"):
+			continue
+		case len(tok) < MinTokenLength:
+			return nil, fmt.Errorf("%w: %s:%d: a token has at least %d characters", ErrTokenFile, path, line, MinTokenLength)
+		case strings.ContainsAny(tok, " \t"):
+			return nil, fmt.Errorf("%w: %s:%d: a token holds no white space", ErrTokenFile, path, line)
+		}
+		tokens = append(tokens, tok)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTokenFile, path, err)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: %s: no token", ErrTokenFile, path)
+	}
+	return tokens, nil
+}
