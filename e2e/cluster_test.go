@@ -123,7 +123,7 @@ func (c *cluster) start(node, img string) {
 		mustDocker(c.t, "create", "--name", name, "--network", c.sinkNet, "--label", label+"="+c.prefix,
 			"--stop-timeout", "10", img, "server",
 			"--cluster", clusterName, "--node-id", node, "--etcd-endpoints", c.endpoints,
-			"--http-addr", ":8080", "--lease-ttl", ttl.String(), "--shards", fmt.Sprint(shards),
+			"--http-addr", ":8080", "--insecure-http", "--lease-ttl", ttl.String(), "--shards", fmt.Sprint(shards),
 			"--drain-timeout", drainTimeout.String())
 		mustDocker(c.t, "network", "connect", c.etcdNet, name)
 		c.replicas[node] = img

@@ -32,12 +32,13 @@ const (
 // typed maps apiVersion/kind to a new object of its typed API. A kind the
 // manifests use must be listed here, or the check fails.
 var typed = map[string]func() any{
-	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
-	"v1/Namespace":                            func() any { return &corev1.Namespace{} },
-	"v1/Service":                              func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
-	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
-	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
+	"v1/ConfigMap":                  func() any { return &corev1.ConfigMap{} },
+	"v1/Secret":                     func() any { return &corev1.Secret{} },
+	"v1/Namespace":                  func() any { return &corev1.Namespace{} },
+	"v1/Service":                    func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":             func() any { return &corev1.ServiceAccount{} },
+	"apps/v1/Deployment":            func() any { return &appsv1.Deployment{} },
+	"policy/v1/PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
 }
