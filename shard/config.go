@@ -18,7 +18,7 @@ const (
 	DefaultResyncEvery  = 10 * time.Second
 	// DefaultAcquireParallelism bounds concurrent acquisitions (each one
 	// transaction, one ranged read of the checkpoint and a Handler call).
-	DefaultAcquireParallelism = 16
+	DefaultAcquireParallelism = 64
 )
 
 // Config of a Manager. Zero fields take their defaults; New validates.
@@ -55,7 +55,7 @@ type Config struct {
 	// in its preference list takes it (the k-th after k × OrphanAfter).
 	// Default 2 × the lease TTL.
 	OrphanAfter time.Duration
-	// AcquireParallelism bounds concurrent acquisitions. Default 16.
+	// AcquireParallelism bounds concurrent acquisitions. Default 64.
 	AcquireParallelism int
 	// Logger receives the Manager's messages. Default: discard.
 	Logger *slog.Logger
