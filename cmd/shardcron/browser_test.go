@@ -32,8 +32,8 @@ import (
 const (
 	browserTTL = 3 * time.Second
 	// handoffShownSlack bounds SIGTERM to the page showing the handoff: the
-	// one-second target plus 4 s of slack for a loaded machine.
-	handoffShownSlack = 5 * time.Second
+	// one-second target plus 2 s of slack for a loaded machine.
+	handoffShownSlack = 3*time.Second - time.Millisecond
 	browserShards     = 128
 	browserCluster    = "browser"
 )
@@ -178,9 +178,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	noReload()
 	t.Logf("SIGTERM n2 -> handoff in etcd %v, on the page %v", inEtcd.Round(time.Millisecond), onPage.Round(time.Millisecond))
 	// The target is within a second (the figure logged above, on a quiet
-	// machine 0.6-0.8 s); asserted with 4 s of slack, stated here, because a
-	// loaded 2-core CI machine delays processes, not the protocol: a handoff
-	// that waited for a TTL (3 s) or more would still fail.
+	// machine 0.6-0.8 s); asserted with 2 s of slack, stated here, because a
+	// loaded 2-core CI machine delays processes, not the protocol. The bound
+	// is below the TTL, so a handoff that fell back to a lease's expiry
+	// still fails.
 	if onPage > handoffShownSlack {
 		t.Errorf("the handoff showed on the page %v after SIGTERM (in etcd after %v), want within a second (asserted: %v)", onPage, inEtcd, handoffShownSlack)
 	}
