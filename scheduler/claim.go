@@ -28,8 +28,8 @@ func (s *Scheduler) markDirty(rec *jobRec, urgent bool) {
 	s.dirty[rec] = struct{}{}
 	if urgent || rec.sh.state != firing { // a drain waits for its writes
 		s.flushNow = true
-	} else if s.flushAt.IsZero() {
-		s.flushAt = time.Now().Add(flushDelay)
+	} else if at := time.Now().Add(flushDelay); s.flushAt.IsZero() || at.Before(s.flushAt) {
+		s.flushAt = at
 	}
 }
 
@@ -85,8 +85,15 @@ type commitDone struct {
 // one Commit; the Store splits it by etcd's limits.
 func (s *Scheduler) flush() {
 	s.flushNow, s.flushAt = false, time.Time{}
+	now := time.Now()
 	var batch []*pendingWrite
 	for rec := range s.dirty {
+		if at, ok := s.waitForRun(rec, now); ok {
+			if s.flushAt.IsZero() || at.Before(s.flushAt) {
+				s.flushAt = at
+			}
+			continue
+		}
 		if pw := s.prepare(rec); pw != nil {
 			batch = append(batch, pw)
 		}
@@ -111,6 +118,30 @@ func (s *Scheduler) flush() {
 		go s.commit(s.ctx, batch[:n:n])
 		batch = batch[n:]
 	}
+}
+
+// waitForRun reports whether rec's queued changes, only claims ahead,
+// should wait for the completion of the job's running run, so that both
+// share one write, and until when at the latest: while the earliest claimed
+// tick is still more than its horizon away. A per-second job whose runs
+// outlast flushDelay so still costs one write per fire.
+func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
+	if len(rec.runs) == 0 || rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
+		return time.Time{}, false
+	}
+	var first time.Time
+	for _, o := range rec.queued {
+		if o.kind != opClaim || !o.ahead {
+			return time.Time{}, false
+		}
+		if first.IsZero() || o.tick.Before(first) {
+			first = o.tick
+		}
+	}
+	// Time enough for a commit as slow as the slowest recent one, four
+	// times over, and never less than 250 ms.
+	latest := first.Add(-max(4*s.slowCommit, 250*time.Millisecond))
+	return latest, now.Before(latest)
 }
 
 // prepare takes rec out of the dirty set and returns its write, if it has
