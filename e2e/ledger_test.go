@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // fire is one request the ledger received (e2e/ledger's JSON).
@@ -103,18 +105,20 @@ func (r report) String() string {
 func (c *cluster) verify(from, to time.Time, allowReruns bool) report {
 	c.t.Helper()
 	var r report
-	deadline := to.Add(30 * time.Second)
-	for {
+	var read bool
+	_, err := poll.UntilEvery(200*time.Millisecond, time.Until(to.Add(30*time.Second)), func() error {
 		fs, err := c.fires()
-		if err == nil {
-			r = analyse(fs, from, to, allowReruns)
-			if r.missed == 0 || time.Now().After(deadline) {
-				break
-			}
-		} else if time.Now().After(deadline) {
-			c.t.Fatalf("ledger: %v", err)
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond) // poll interval, bounded by deadline
+		r, read = analyse(fs, from, to, allowReruns), true
+		if r.missed > 0 {
+			return fmt.Errorf("%d ticks not yet at the ledger", r.missed)
+		}
+		return nil
+	})
+	if !read {
+		c.t.Fatalf("ledger: %v", err)
 	}
 	if r.missed > 0 {
 		c.t.Errorf("%d ticks missed: %s", r.missed, strings.Join(r.missedTicks[:min(20, len(r.missedTicks))], ", "))
