@@ -322,3 +322,28 @@ func TestDeadlinePassesBetweenClaimAndTick(t *testing.T) {
 		}
 	})
 }
+
+// forbid after a takeover: the catch-up runs (400 ms each) push the next
+// ordinary ticks late, and a tick that waited behind them does not make the
+// one after it a skip: the job is behind, not busy.
+func TestForbidTickBehindCatchUpIsLateNotBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(500 * time.Millisecond))
+		j := jobIn(5, "behind", "* * * * * *")
+		j.Concurrency = config.ConcurrencyForbid
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(400 * time.Millisecond)
+		h.store.put(5, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-3 * time.Second)})
+		g, _ := h.grant(5, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(8*time.Second + 900*time.Millisecond))
+		synctest.Wait()
+		if got := secondsFrom(t0, ticksOf(h.runner.all())); !slices.Equal(got, []int{-2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("ran %v, want every tick from -2 to 8", got)
+		}
+		if rec := h.store.record(5, j.Name); rec.Skipped != 0 {
+			t.Errorf("skipped %d ticks behind the catch-up", rec.Skipped)
+		}
+	})
+}

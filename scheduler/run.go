@@ -12,7 +12,7 @@ type run struct {
 	sh      *ownedShard
 	tick    time.Time
 	rerun   bool
-	late    bool      // a tick caught up or taken over: forbid skips nothing behind it
+	late    bool      // caught up, taken over, or waited behind those: forbid skips nothing behind it
 	started time.Time // when the claim landed and the run began
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
