@@ -120,10 +120,13 @@ func (c *cluster) start(node, img string) {
 		if c.replicas[node] != "" {
 			mustDocker(c.t, "rm", "-f", "-v", name)
 		}
+		// The API listens on the private test networks without tokens. An
+		// environment variable, not --insecure-http: the rolling upgrade's
+		// earlier image knows no such flag (it warns of the variable).
 		mustDocker(c.t, "create", "--name", name, "--network", c.sinkNet, "--label", label+"="+c.prefix,
-			"--stop-timeout", "10", img, "server",
+			"--stop-timeout", "10", "-e", "SHARDCRON_INSECURE_HTTP=true", img, "server",
 			"--cluster", clusterName, "--node-id", node, "--etcd-endpoints", c.endpoints,
-			"--http-addr", ":8080", "--insecure-http", "--lease-ttl", ttl.String(), "--shards", fmt.Sprint(shards),
+			"--http-addr", ":8080", "--lease-ttl", ttl.String(), "--shards", fmt.Sprint(shards),
 			"--drain-timeout", drainTimeout.String())
 		mustDocker(c.t, "network", "connect", c.etcdNet, name)
 		c.replicas[node] = img
