@@ -347,3 +347,29 @@ func TestForbidTickBehindCatchUpIsLateNotBusy(t *testing.T) {
 		}
 	})
 }
+
+// forbid with runs that outlast the period, after a catch-up: the ticks
+// behind the catch-up (and the one after each) wait, but past them forbid
+// skips again; runs never overlap.
+func TestForbidSlowJobSkipsAgainAfterCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(500 * time.Millisecond))
+		j := jobIn(5, "slow", "* * * * * *")
+		j.Concurrency = config.ConcurrencyForbid
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(3 * time.Second)
+		h.store.put(5, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-2 * time.Second)})
+		g, _ := h.grant(5, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(30 * time.Second))
+		synctest.Wait()
+		runs, rec := h.runner.all(), h.store.record(5, j.Name)
+		if rec.Skipped < 3 {
+			t.Errorf("%d runs, %d skips in 30 s of 3 s runs every second: forbid must skip once the catch-up is over", len(runs), rec.Skipped)
+		}
+		if p := h.runner.peak.Load(); p != 1 {
+			t.Errorf("%d runs at once under forbid", p)
+		}
+	})
+}

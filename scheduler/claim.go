@@ -276,7 +276,7 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		return
 	}
 	if firing {
-		s.startRun(rec, o.tick, o.rerun, o.late, now)
+		s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
 		return
 	}
 	// Claimed, then the shard stopped firing: it stays in flight and the

@@ -29,8 +29,8 @@ type waitTick struct {
 	// caughtUp: a missed tick catch-up decided to run. Such ticks run one
 	// after another, in order; forbid never skips them.
 	caughtUp bool
-	// behind: it waited behind its job's own catch-up or pending claim.
-	// Its run is late too: forbid skips nothing behind it.
+	// behind: it waited behind its job's catch-up. The tick after it is
+	// held, not skipped, while it runs.
 	behind bool
 }
 
@@ -154,7 +154,7 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 				s.skipTick(w, "concurrency forbid: previous run still active")
 				return decided
 			}
-			w.behind = true
+			w.behind = w.behind || rec.catchingUp()
 			return held
 		case config.ConcurrencyReplace:
 			if !rec.replacing {
@@ -173,12 +173,12 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	rec.active++
 	if w.ahead && rec.ahead[w.tick.UnixNano()] != nil {
 		delete(rec.ahead, w.tick.UnixNano())
-		s.startRun(rec, w.tick, false, w.behind, now)
+		s.startRun(rec, w.tick, false, false, w.behind, now)
 		return decided
 	}
 	// Not claimed yet (caught up, re-claimed, or its ahead claim lost to a
 	// stale record): claim it now; the run starts when the claim lands.
-	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim || w.behind})
+	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim, behind: w.behind})
 	if w.tick.After(rec.hi) {
 		rec.hi = w.tick
 	}

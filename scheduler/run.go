@@ -12,7 +12,8 @@ type run struct {
 	sh      *ownedShard
 	tick    time.Time
 	rerun   bool
-	late    bool      // caught up, taken over, or waited behind those: forbid skips nothing behind it
+	late    bool      // caught up or taken over: forbid skips nothing behind it
+	behind  bool      // waited behind a late run: forbid holds, not skips, the tick after it
 	started time.Time // when the claim landed and the run began
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -28,9 +29,9 @@ type runDone struct {
 
 // startRun starts the run of a claimed tick in its own goroutine, under the
 // shard's context (so a loss cancels it with the loss's cause).
-func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late bool, now time.Time) {
+func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bool, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
-	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, started: now, ctx: ctx, cancel: cancel}
+	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel}
 	if rec.runs == nil {
 		rec.runs = make(map[*run]struct{}, 1)
 	}
@@ -56,19 +57,35 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late bool, now 
 // runningAt reports whether an ordinary run of the job that is still going
 // had started by t. A job still catching up (a missed tick or one taken
 // over is running, or more are to come) is behind, not busy: its later
-// ticks queue behind the catch-up instead of being skipped.
+// ticks queue behind the catch-up instead of being skipped, and so does
+// the tick after one that waited behind it; past that, forbid skips again,
+// so a job whose runs outlast its period does not pile up ticks.
 func (rec *jobRec) runningAt(t time.Time) bool {
 	if rec.backlog != nil {
 		return false
 	}
 	busy := false
 	for r := range rec.runs {
-		if r.late {
+		if r.late || r.behind {
 			return false
 		}
 		busy = busy || !r.started.After(t)
 	}
 	return busy
+}
+
+// catchingUp reports whether a caught-up or taken-over run of the job is
+// going, or more are to come.
+func (rec *jobRec) catchingUp() bool {
+	if rec.backlog != nil {
+		return true
+	}
+	for r := range rec.runs {
+		if r.late {
+			return true
+		}
+	}
+	return false
 }
 
 // runDeadline is the Deadline a run carries: the session's safe deadline,

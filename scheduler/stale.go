@@ -109,7 +109,7 @@ func (s *Scheduler) loaded(d loadDone) {
 			case mine(o.tick) && live:
 				s.used++ // the slot it held a moment ago
 				rec.active++
-				s.startRun(rec, o.tick, o.rerun, o.late, now)
+				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
 			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
 				if !o.ahead {
 					s.used++
