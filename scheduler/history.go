@@ -29,8 +29,8 @@ func (s *Scheduler) histPending(rec *jobRec) {
 	}
 }
 
+// historyDone is one AppendHistory call's outcome, for Run.
 type historyDone struct {
-	sh   *ownedShard // nil: a flush of every shard
 	recs []*jobRec
 	ws   []HistoryWrite
 	errs []error

@@ -87,12 +87,6 @@ func (r Record) Encode() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func (r Record) clone() Record {
-	r.InFlight = slices.Clone(r.InFlight)
-	r.History = slices.Clone(r.History)
-	return r
-}
-
 // opKind is the kind of change an owner makes to a record.
 type opKind uint8
 
