@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcron/shardcron/schedule"
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/bad/*.err from the current messages")
@@ -67,9 +67,9 @@ func TestBadFiles(t *testing.T) {
 
 func TestBadFileCauses(t *testing.T) {
 	for file, cause := range map[string]error{
-		"never-fires-feb-30.yaml": schedule.ErrNeverFires,
-		"tz-prefix-empty.yaml":    schedule.ErrSpec,
-		"bad-timezone.yaml":       schedule.ErrTimezone,
+		"never-fires-feb-30.yaml": cronspec.ErrNeverFires,
+		"tz-prefix-empty.yaml":    cronspec.ErrSpec,
+		"bad-timezone.yaml":       cronspec.ErrTimezone,
 		"other-variable.yaml":     ErrVariableNotAllowed,
 	} {
 		data, err := os.ReadFile(filepath.Join("testdata/bad", file))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcron/shardcron/schedule"
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // Defaults and bounds of a job's fields.
@@ -84,13 +84,13 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 	}
 
 	tz := j.Timezone
-	if _, err := schedule.LoadLocation(tz); err != nil {
+	if _, err := cronspec.LoadLocation(tz); err != nil {
 		report("timezone", strings.TrimPrefix(err.Error(), "schedule: "), err)
 		tz = DefaultTimezone // still check the spec itself
 	}
 	if strings.TrimSpace(j.Schedule) == "" {
 		bad("schedule", "is required")
-	} else if _, err := schedule.Parse(j.Schedule, tz); err != nil {
+	} else if _, err := cronspec.Parse(j.Schedule, tz); err != nil {
 		report("schedule", strings.TrimPrefix(err.Error(), "schedule: "), err)
 	}
 

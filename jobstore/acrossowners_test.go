@@ -6,7 +6,6 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 // Resumed is set when a job goes from suspended to not suspended, kept
@@ -60,7 +59,7 @@ func TestRecordRecreatedAfterRemovalCollectedByNextApply(t *testing.T) {
 	mustApply(t, cli, ks, jobs(0, 3, 1), ApplyOptions{})
 	gone := jobs(0, 1, 1)[0].Name
 	mustApply(t, cli, ks, jobs(1, 2, 1), ApplyOptions{})
-	key := ks.Tick(scheduler.ShardOf(gone, shards), gone)
+	key := ks.Tick(keyspace.ShardOf(gone, shards), gone)
 	if _, err := cli.Put(testCtx(t, 10*time.Second), key, "written late by its old owner"); err != nil {
 		t.Fatal(err)
 	}

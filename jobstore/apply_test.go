@@ -11,7 +11,6 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 const shards = 64
@@ -59,7 +58,7 @@ func TestApplyLifecycle(t *testing.T) {
 	// Checkpoint records, as the scheduler would have written them.
 	removed, kept := "job-0000000", "job-0000001"
 	for _, name := range []string{removed, kept} {
-		if _, err := cli.Put(testCtx(t, 10*time.Second), ks.Tick(scheduler.ShardOf(name, shards), name), "record"); err != nil {
+		if _, err := cli.Put(testCtx(t, 10*time.Second), ks.Tick(keyspace.ShardOf(name, shards), name), "record"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,10 +82,10 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Fatalf("changed job = %+v", got[kept].HTTP)
 	}
 	wantVersions(t, cli, ks, v2.Version)
-	if exists(t, cli, ks.Tick(scheduler.ShardOf(removed, shards), removed)) {
+	if exists(t, cli, ks.Tick(keyspace.ShardOf(removed, shards), removed)) {
 		t.Fatal("the removed job's checkpoint record was not collected")
 	}
-	if !exists(t, cli, ks.Tick(scheduler.ShardOf(kept, shards), kept)) {
+	if !exists(t, cli, ks.Tick(keyspace.ShardOf(kept, shards), kept)) {
 		t.Fatal("a kept job's checkpoint record was deleted")
 	}
 

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/schedule"
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // MaxCatchUpRuns bounds the missed ticks one job's catch-up runs (misfire
@@ -172,7 +172,7 @@ func (s *Scheduler) nextCaughtUp(rec *jobRec) {
 // lastIn returns the latest tick in (lo, hi], or zero: a backwards search
 // in doubling steps, so it costs O(log(hi-lo)) calls of Next plus the ticks
 // of its last step, not a walk over the whole range.
-func lastIn(sched schedule.Schedule, lo, hi time.Time) time.Time {
+func lastIn(sched cronspec.Schedule, lo, hi time.Time) time.Time {
 	for step := time.Second; ; step *= 2 {
 		from := hi.Add(-step)
 		if !from.After(lo) {
@@ -196,7 +196,7 @@ func lastIn(sched schedule.Schedule, lo, hi time.Time) time.Time {
 
 // countTicks counts the ticks in (lo, hi]: exactly up to countWalk of
 // them, by extrapolation beyond.
-func countTicks(sched schedule.Schedule, lo, hi time.Time) int64 {
+func countTicks(sched cronspec.Schedule, lo, hi time.Time) int64 {
 	t := lo
 	for n := int64(0); ; n++ {
 		next := sched.Next(t)

@@ -35,7 +35,7 @@ type Config struct {
 	// history.
 	Node string
 	// Shards is S, the number of shards, as the cluster's meta records it.
-	// Jobs map to shards by ShardOf(name, Shards). Required.
+	// Jobs map to shards by keyspace.ShardOf(name, Shards). Required.
 	Shards int
 	// MaxConcurrentRuns caps the runs of this node across all shards
 	// (default 64). A tick is claimed only when a slot is free; a tick

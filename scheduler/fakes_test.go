@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
 // fakeStore implements the fence and Rev semantics of the shard package's
@@ -422,7 +423,7 @@ func jobIn(shard int, name, spec string) config.Job {
 		if i > 0 {
 			n = fmt.Sprintf("%s-%d", name, i)
 		}
-		if ShardOf(n, testShards) == shard {
+		if keyspace.ShardOf(n, testShards) == shard {
 			return config.Job{Name: n, Schedule: spec, Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunAll}
 		}
 	}

@@ -182,7 +182,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	}
 	job := config.Job{Name: "sweep", Schedule: "* * * * * *", Concurrency: config.ConcurrencyForbid, Misfire: config.MisfireRunAll}
 	jobs := config.JobSet{Version: 1, Jobs: []config.Job{job}}
-	js := scheduler.ShardOf(job.Name, meta.Shards)
+	js := keyspace.ShardOf(job.Name, meta.Shards)
 
 	a := startNode(t, srv, ks, meta, "a", true, true, jobs)
 	waitFor(t, "a runs the job", func() bool { return len(a.led.snapshot()) > 0 })

@@ -7,20 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/schedule"
+	"github.com/shardcron/shardcron/cronspec"
+	"github.com/shardcron/shardcron/internal/keyspace"
 )
-
-// ShardOf maps a job to its shard: xxhash64(name) mod shards. Every replica,
-// the status command and the dashboard use this one mapping.
-func ShardOf(job string, shards int) int {
-	if shards < 1 {
-		return 0
-	}
-	return int(xxhash.Sum64String(job) % uint64(shards))
-}
 
 // JobInfo is a snapshot of one job as this replica sees it.
 type JobInfo struct {
@@ -38,7 +28,7 @@ type JobInfo struct {
 // next, which readers advance lazily.
 type jobEntry struct {
 	job   config.Job
-	sched schedule.Schedule
+	sched cronspec.Schedule
 	shard int
 	// next caches the last computed next fire time (Unix nanoseconds; 0:
 	// none computed or none exists) for Jobs().
@@ -65,7 +55,7 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 		sorted:  make([]*jobEntry, 0, len(set.Jobs)),
 		byShard: make([][]*jobEntry, shards),
 	}
-	scheds := make(map[schedKey]schedule.Schedule)
+	scheds := make(map[schedKey]cronspec.Schedule)
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
 		if _, dup := t.byName[j.Name]; dup {
@@ -84,13 +74,13 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 			sc, ok := scheds[k]
 			if !ok {
 				var err error
-				if sc, err = schedule.Parse(j.Schedule, j.Timezone); err != nil {
+				if sc, err = cronspec.Parse(j.Schedule, j.Timezone); err != nil {
 					log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
 					continue
 				}
 				scheds[k] = sc
 			}
-			e = &jobEntry{job: *j, sched: sc, shard: ShardOf(j.Name, shards)}
+			e = &jobEntry{job: *j, sched: sc, shard: keyspace.ShardOf(j.Name, shards)}
 			e.next.Store(unixNano(sc.Next(now)))
 		}
 		t.byName[j.Name] = e

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
 func TestRecordRoundTripAndFormat(t *testing.T) {
@@ -77,8 +78,8 @@ func TestConfigValidate(t *testing.T) {
 func TestShardOfSpreads(t *testing.T) {
 	counts := make([]int, 16)
 	for i := range 16000 {
-		n := ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16)
-		if n != ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16) {
+		n := keyspace.ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16)
+		if n != keyspace.ShardOf(string(rune('a'+i%26))+time.Duration(i).String(), 16) {
 			t.Fatal("not deterministic")
 		}
 		counts[n]++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -223,7 +224,7 @@ func (m *Manager) noteWrite(err error) {
 		return
 	}
 	if errors.Is(err, rpctypes.ErrNoSpace) {
-		m.noSpace = timeNow()
+		m.noSpace = time.Now()
 	}
-	m.wErr, m.wErrAt = err, timeNow()
+	m.wErr, m.wErrAt = err, time.Now()
 }

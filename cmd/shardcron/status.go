@@ -11,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardcron/shardcron/cronspec"
+	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
-	"github.com/shardcron/shardcron/schedule"
 	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
@@ -87,9 +88,9 @@ func newStatusCmd() *cobra.Command {
 			now := time.Now()
 			var refs []shard.RecordRef
 			for _, j := range set.Jobs[:min(limit, len(set.Jobs))] {
-				s := scheduler.ShardOf(j.Name, st.Shards)
+				s := keyspace.ShardOf(j.Name, st.Shards)
 				row := statusJob{Name: j.Name, Shard: s, Owner: st.ShardSet[s].Owner, Suspend: j.Suspend}
-				if sch, err := schedule.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
+				if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
 					row.Next = sch.Next(now)
 				}
 				rep.Jobs = append(rep.Jobs, row)

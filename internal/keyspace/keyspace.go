@@ -7,6 +7,8 @@
 package keyspace
 
 import (
+	"github.com/cespare/xxhash/v2"
+
 	"fmt"
 	"regexp"
 	"strconv"
@@ -134,4 +136,14 @@ func (s Space) TickFromKey(key string) (shard int, job string, ok bool) {
 		return 0, "", false
 	}
 	return n, job, true
+}
+
+// ShardOf maps a job to its shard: xxhash64(name) mod shards. Every replica,
+// the job store, the status command and the dashboard use this one mapping;
+// it lives beside the key space because a job's record key depends on it.
+func ShardOf(job string, shards int) int {
+	if shards < 1 {
+		return 0
+	}
+	return int(xxhash.Sum64String(job) % uint64(shards))
 }

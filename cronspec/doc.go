@@ -1,4 +1,4 @@
-// Package schedule turns a job's cron spec and IANA time zone into fire
+// Package cronspec turns a job's cron spec and IANA time zone into fire
 // times.
 //
 // Specs are parsed by github.com/robfig/cron/v3 (5 fields, or 6 with seconds
@@ -42,4 +42,4 @@
 // /usr/share/zoneinfo computes the same fire times as every other replica;
 // tzdata installed on the host, when present, takes precedence, as the
 // time package does.
-package schedule
+package cronspec

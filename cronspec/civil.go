@@ -1,4 +1,4 @@
-package schedule
+package cronspec
 
 // Calendar arithmetic on wall clocks without a time zone, in integers, so
 // that searching fire times neither allocates nor meets DST inside

@@ -1,5 +1,0 @@
-package shard
-
-import "time"
-
-var timeNow = time.Now
