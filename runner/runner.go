@@ -45,9 +45,10 @@ func New(cfg Config) (*Runner, error) {
 	cfg = cfg.withDefaults()
 	cfg.Supervisor = append([]string(nil), cfg.Supervisor...)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	// Jobs of one cluster often call the same few receivers every few
-	// seconds: keep enough idle connections that each run reuses one.
-	tr.MaxIdleConnsPerHost = 16
+	// Jobs of one cluster often call the same few receivers at the same
+	// second: keep enough idle connections that each run reuses one.
+	tr.MaxIdleConnsPerHost = cfg.IdleConnsPerHost
+	tr.MaxIdleConns = 0 // no bound across hosts beyond the per-host one
 	rn := &Runner{
 		cfg:    cfg,
 		tr:     tr,
@@ -117,29 +118,36 @@ func (rn *Runner) Close() error {
 
 // watchDeadline cancels ctx with scheduler.ErrDeadline as soon as the safe
 // deadline has passed, in case the scheduler's own loss signal is late. It
-// returns the function that stops the watch and waits for it.
+// re-reads the deadline every ExtendEvery (a timer on the monotonic clock
+// alone could oversleep a host suspend) from a timer callback, not a
+// goroutine: most runs end before the first check. It returns the function
+// that stops the watch.
 func (rn *Runner) watchDeadline(ctx context.Context, cancel context.CancelCauseFunc, d scheduler.Deadline) func() {
-	done := make(chan struct{}) // closed by the watch goroutine when it ends
-	quit := make(chan struct{}) // closed by the returned function
-	go func() {
-		defer close(done)
-		t := time.NewTicker(rn.cfg.ExtendEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			case <-t.C:
-				if d.Remaining() <= 0 {
-					cancel(scheduler.ErrDeadline)
-					return
-				}
-			}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stopped || ctx.Err() != nil:
+		case d.Remaining() <= 0:
+			cancel(scheduler.ErrDeadline)
+		default:
+			t.Reset(rn.cfg.ExtendEvery)
 		}
-	}()
-	return func() { close(quit); <-done }
+	}
+	mu.Lock()
+	t = time.AfterFunc(rn.cfg.ExtendEvery, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // killAtOnce says how work under ctx must stop now that ctx is done: at once

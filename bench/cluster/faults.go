@@ -205,7 +205,9 @@ func (b *bench) movedOff(ctx context.Context, c *cluster, victim *proc, held []i
 }
 
 // handoffGaps reads, for each shard in held, the successor's acquisition
-// time minus the predecessor's stopped_at from its _released marker.
+// time minus the predecessor's stopped_at from its _released marker. The
+// successor deletes the marker in the transaction that acquires the shard,
+// so it is read as it was just before: at the successor's generation − 1.
 func (b *bench) handoffGaps(ctx context.Context, c *cluster, held []int) ([]time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -216,7 +218,7 @@ func (b *bench) handoffGaps(ctx context.Context, c *cluster, held []int) ([]time
 	}
 	var gaps []time.Duration
 	for _, s := range held {
-		resp, err := b.cli.Get(rctx, ks.Released(s))
+		resp, err := b.cli.Get(rctx, ks.Released(s), clientv3.WithRev(st.ShardSet[s].Token-1))
 		if err != nil {
 			return nil, err
 		}
