@@ -5,14 +5,17 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 )
 
 // A CPU profile of the whole process for SHARDCRON_PPROF_SECS seconds,
-// written to SHARDCRON_PPROF_DIR; only in builds tagged pprofdebug.
+// or until SIGTERM, written to SHARDCRON_PPROF_DIR; only in builds tagged pprofdebug.
 func init() {
 	dir := os.Getenv("SHARDCRON_PPROF_DIR")
 	if dir == "" || len(os.Args) < 2 || os.Args[1] != "server" {
@@ -27,5 +30,11 @@ func init() {
 		return
 	}
 	_ = pprof.StartCPUProfile(f)
-	time.AfterFunc(time.Duration(secs)*time.Second, func() { pprof.StopCPUProfile(); f.Close() })
+	var once sync.Once
+	stop := func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }
+	time.AfterFunc(time.Duration(secs)*time.Second, stop)
+	// A shutdown signal ends the profile early (the process exits soon).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() { <-sig; stop() }()
 }
