@@ -92,11 +92,20 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 // firing at an instant later than the loop's last step (installJobs, drain)
 // calls it first, so a tick that came due in between is not voided.
 func (s *Scheduler) fireDue(now time.Time) {
+	s.fireDueTicks(now)
+	s.claimDue(now)
+}
+
+// fireDueTicks puts the ticks due at now in line and sets aside the claims
+// ahead that are due too, for claimDue: the loop starts the runs of an
+// instant before it works out the claims of their successors, which with
+// a one-second horizon fall on the same instant.
+func (s *Scheduler) fireDueTicks(now time.Time) {
 	for len(s.timers) > 0 && !s.timers[0].at.After(now) {
 		t := heap.Pop(&s.timers).(timerEntry)
 		switch t.kind {
 		case timerClaim:
-			s.claimAhead(t, now)
+			s.claimsDue = append(s.claimsDue, t)
 		case timerDue:
 			s.tickDue(t)
 		case timerRetry:
@@ -106,6 +115,15 @@ func (s *Scheduler) fireDue(now time.Time) {
 			}
 		}
 	}
+}
+
+// claimDue handles the claims ahead fireDueTicks set aside.
+func (s *Scheduler) claimDue(now time.Time) {
+	for i, t := range s.claimsDue {
+		s.claimAhead(t, now)
+		s.claimsDue[i] = timerEntry{}
+	}
+	s.claimsDue = s.claimsDue[:0]
 }
 
 // claimAhead queues the claim of t.tick (to share a write with the job's

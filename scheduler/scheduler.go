@@ -42,17 +42,20 @@ type Scheduler struct {
 	started     atomic.Bool
 
 	// Owned by Run's goroutine.
-	ctx      context.Context // Run's; bounds Store calls
-	cur      *table
-	shards   map[int]*ownedShard      // the current entry per shard
-	all      map[*ownedShard]struct{} // every shard entry not yet idle
-	timers   tickHeap                 // claims ahead, due ticks, retries
-	waiting  waitHeap                 // due ticks not yet running
-	used     int                      // run slots taken (due claims pending + runs)
-	dirty    map[*jobRec]struct{}     // records with queued ops
-	flushNow bool                     // a run waits for a dirty record's write
-	flushAt  time.Time                // when dirty records are sent at the latest
-	retrying map[*jobRec]struct{}     // records whose write waits for a retry
+	ctx    context.Context // Run's; bounds Store calls
+	cur    *table
+	shards map[int]*ownedShard      // the current entry per shard
+	all    map[*ownedShard]struct{} // every shard entry not yet idle
+	timers tickHeap                 // claims ahead, due ticks, retries
+	// claimsDue holds claims ahead taken off timers, until the runs due
+	// at the same instant have started (fireDueTicks, claimDue).
+	claimsDue []timerEntry
+	waiting   waitHeap             // due ticks not yet running
+	used      int                  // run slots taken (due claims pending + runs)
+	dirty     map[*jobRec]struct{} // records with queued ops
+	flushNow  bool                 // a run waits for a dirty record's write
+	flushAt   time.Time            // when dirty records are sent at the latest
+	retrying  map[*jobRec]struct{} // records whose write waits for a retry
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration
@@ -184,8 +187,9 @@ func (s *Scheduler) step(now time.Time) {
 	if s.cur == nil && s.table.Load() != nil {
 		s.installJobs(now)
 	}
-	s.fireDue(now)
+	s.fireDueTicks(now)
 	s.dispatch(now)
+	s.claimDue(now)
 	if s.flushNow || (!s.flushAt.IsZero() && !now.Before(s.flushAt)) {
 		s.flush()
 	}
