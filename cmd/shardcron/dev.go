@@ -87,8 +87,10 @@ func runDev(ctx context.Context, o devOptions) error {
 		}
 	}
 	var outMu sync.Mutex
+	stderr := newLogWriter(os.Stderr, o.logFormat)
+	defer stderr.Close()
 	logFor := func(prefix string) (*slog.Logger, error) {
-		return newLogger(prefixWriter{mu: &outMu, w: os.Stderr, prefix: []byte(prefix)}, o.logLevel, o.logFormat)
+		return newLogger(prefixWriter{mu: &outMu, w: stderr, prefix: []byte(prefix)}, o.logLevel, o.logFormat)
 	}
 	devLog, err := logFor("[dev]   ")
 	if err != nil {

@@ -42,7 +42,9 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	log, err := newLogger(os.Stderr, node.LogLevel, node.LogFormat)
+	stderr := newLogWriter(os.Stderr, node.LogFormat)
+	defer stderr.Close()
+	log, err := newLogger(stderr, node.LogLevel, node.LogFormat)
 	if err != nil {
 		return usageError{err}
 	}
