@@ -241,14 +241,14 @@ func (c *testCluster) startAt(ep, id string) *testNode {
 		c.t.Fatal(err)
 	}
 	n.cli = cli
-	m, err := New(cli, c.ks, c.meta, c.config(id), n.h)
+	m, err := New(cli, c.ks, c.meta, c.config(id))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	n.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	go func() { n.done <- m.Run(ctx) }()
+	go func() { n.done <- m.Run(ctx, n.h) }()
 	c.nodes[id] = n
 	c.all = append(c.all, n)
 	return n

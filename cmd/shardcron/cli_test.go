@@ -19,6 +19,7 @@ import (
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/replica"
 	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
@@ -119,7 +120,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	srv := startProc(t, "server", "server", "--cluster", "cli", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "16")
 	addr := srv.HTTPAddr(30 * time.Second)
-	var rep statusReport
+	var rep replica.Status
 	eventually(t, 30*time.Second, "status shows every shard owned by solo", func() bool {
 		out, _, code := runCLI(t, env, "status", "--output", "json")
 		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
@@ -136,7 +137,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	eventually(t, 30*time.Second, "/readyz ready", func() bool { return httpGet(t, addr, "/readyz") == "ready\n" })
 	var page struct {
 		Total int
-		Jobs  []jobRow
+		Jobs  []replica.JobView
 	}
 	eventually(t, 30*time.Second, "alpha's runs in /api/v1/jobs", func() bool {
 		if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs?limit=1")), &page); err != nil {

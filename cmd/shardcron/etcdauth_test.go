@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/replica"
 )
 
 // secureEtcd starts a real etcd process that serves clients only over TLS
@@ -80,7 +81,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
 		"--etcd-username", "shardcron", "--etcd-password-file", pwFile)
 	addr := srv.HTTPAddr(30 * time.Second)
-	var rep statusReport
+	var rep replica.Status
 	eventually(t, 30*time.Second, "status over TLS with auth shows every shard owned by solo", func() bool {
 		out, _, code := runCLI(t, env, "status", "-o", "json")
 		return code == 0 && json.Unmarshal([]byte(out), &rep) == nil && rep.Unowned == 0 && len(rep.Members) == 1 && rep.Members[0].Owned == 8
