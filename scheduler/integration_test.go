@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,22 +75,6 @@ func (l *ledger) snapshot() []fire {
 	return out
 }
 
-// storeFwd lets the Scheduler be built before the Manager whose Store it
-// uses (the Manager needs the Scheduler as its Handler).
-type storeFwd struct{ s atomic.Value }
-
-func (f *storeFwd) Commit(ctx context.Context, w []scheduler.Write) []scheduler.WriteResult {
-	return f.s.Load().(scheduler.Store).Commit(ctx, w)
-}
-
-func (f *storeFwd) Load(ctx context.Context, shard int, token int64, job string) (scheduler.Stored, error) {
-	return f.s.Load().(scheduler.Loader).Load(ctx, shard, token, job)
-}
-
-func (f *storeFwd) AppendHistory(ctx context.Context, keep int, ws []scheduler.HistoryWrite) []error {
-	return f.s.Load().(scheduler.History).AppendHistory(ctx, keep, ws)
-}
-
 type node struct {
 	id      string
 	cli     *clientv3.Client
@@ -115,31 +98,29 @@ func startNode(t *testing.T, srv *etcdtest.Server, ks keyspace.Space, meta shard
 		ep = n.proxy.Endpoint()
 	}
 	n.cli = etcdtest.NewClient(t, ep)
-	fwd := &storeFwd{}
-	scfg := scheduler.DefaultConfig()
-	scfg.Cluster, scfg.Node, scfg.Shards = "it", id, meta.Shards
-	s, err := scheduler.New(scfg, fwd, n.led)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.s = s
-	s.SetJobs(jobs)
 	mcfg := shard.DefaultConfig("it", id)
 	mcfg.Lease.TTL = itTTL
 	mcfg.SettleDelay = 200 * time.Millisecond
 	mcfg.ResyncEvery = time.Second
 	mcfg.DrainTimeout = 2 * time.Second
-	m, err := shard.New(n.cli, ks, meta, mcfg, s)
+	m, err := shard.New(n.cli, ks, meta, mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.m = m
-	fwd.s.Store(m.Store())
+	scfg := scheduler.DefaultConfig()
+	scfg.Cluster, scfg.Node, scfg.Shards = "it", id, meta.Shards
+	s, err := scheduler.New(scfg, m.Store(), n.led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.s = s
+	s.SetJobs(jobs)
 	sctx, stopS := context.WithCancel(context.Background())
 	mctx, stopM := context.WithCancel(context.Background())
 	n.stopS, n.stopM = stopS, stopM
 	go func() { n.doneS <- s.Run(sctx) }()
-	go func() { n.doneM <- m.Run(mctx) }()
+	go func() { n.doneM <- m.Run(mctx, s) }()
 	t.Cleanup(n.stop)
 	return n
 }
