@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
@@ -71,6 +72,8 @@ type policyRunner struct {
 	inner  scheduler.Runner
 	policy ExecPolicy
 }
+
+func (pr policyRunner) KillGrace() time.Duration { return pr.inner.KillGrace() }
 
 func (pr policyRunner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	if err := pr.policy.Check(r.Job); err != nil {

@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rn.Close()
-	if rn.cfg.KillGrace != DefaultKillGrace || rn.cfg.MaxOutputBytes != DefaultMaxOutputBytes || rn.cfg.Env == nil {
+	if rn.KillGrace() != DefaultKillGrace || rn.cfg.MaxOutputBytes != DefaultMaxOutputBytes || rn.cfg.Env == nil {
 		t.Fatalf("defaults not applied: %+v", rn.cfg)
 	}
 }

@@ -185,6 +185,11 @@ type Runner interface {
 	// SIGKILL after a grace period, or by StopBy.At when the cause is a
 	// *StopBy). Safe for concurrent use.
 	Run(ctx context.Context, r Run) Result
+	// KillGrace is the grace period of an orderly stop: the wait between
+	// SIGTERM and SIGKILL. A Drain whose context has a deadline cancels its
+	// runs this long before it, so that a run that ignores SIGTERM is still
+	// gone by the deadline. Constant for the Runner's life.
+	KillGrace() time.Duration
 }
 
 // HistoryWrite is new run history of one job: entries to append, oldest

@@ -48,6 +48,8 @@ type ledger struct {
 	fires []*fire
 }
 
+func (l *ledger) KillGrace() time.Duration { return 5 * time.Second } // the runner's default
+
 func (l *ledger) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	f := &fire{node: r.Node, tick: r.Tick, token: r.Token, rerun: r.Rerun, shard: r.Shard, blocks: l.block}
 	l.mu.Lock()
