@@ -192,7 +192,7 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 func (r *Replica) waitMeta(ctx context.Context) (shard.Meta, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		meta, err := shard.EnsureMeta(actx, r.cli, r.ks, shard.DefaultMeta(r.cfg.Shards))
+		meta, err := shard.EnsureMeta(actx, r.cli, r.ks, shard.DefaultMeta(r.cfg.Shards), r.log)
 		cancel()
 		switch {
 		case err == nil:

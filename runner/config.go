@@ -77,8 +77,8 @@ type Config struct {
 	// os.LookupEnv.
 	Env func(string) (string, bool)
 
-	// Logger receives warnings about supervisors that misbehave. Default
-	// slog.Default().
+	// Logger receives warnings about supervisors that misbehave. Default:
+	// discard.
 	Logger *slog.Logger
 }
 
@@ -91,7 +91,7 @@ func DefaultConfig() Config {
 		KillGrace:        DefaultKillGrace,
 		ExtendEvery:      DefaultExtendEvery,
 		Env:              os.LookupEnv,
-		Logger:           slog.Default(),
+		Logger:           slog.New(slog.DiscardHandler),
 	}
 }
 

@@ -159,7 +159,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	ks := keyspace.New("it")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta, err := shard.EnsureMeta(ctx, srv.Client(t), ks, shard.DefaultMeta(2))
+	meta, err := shard.EnsureMeta(ctx, srv.Client(t), ks, shard.DefaultMeta(2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func newTestCluster(t *testing.T, shards int) *testCluster {
 	c := &testCluster{t: t, srv: srv, cli: srv.Client(t), ks: keyspace.New("test"), mo: newMonitor(t), nodes: map[string]*testNode{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta, err := EnsureMeta(ctx, c.cli, c.ks, DefaultMeta(shards))
+	meta, err := EnsureMeta(ctx, c.cli, c.ks, DefaultMeta(shards), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func TestReadyNoSpace(t *testing.T) {
 	c.cli = cli
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if c.meta, err = EnsureMeta(ctx, cli, c.ks, DefaultMeta(4)); err != nil {
+	if c.meta, err = EnsureMeta(ctx, cli, c.ks, DefaultMeta(4), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

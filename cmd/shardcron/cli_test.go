@@ -235,7 +235,7 @@ func TestStatusNegativeLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ks := keyspace.New("default")
-	if _, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(16)); err != nil {
+	if _, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(16), nil); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := config.ParseJobs("jobs.yaml", []byte("jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n"))
