@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,9 +11,6 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
-
-// ErrExecRefused: an exec job's program is not allowed on this replica.
-var ErrExecRefused = errors.New("runner: exec refused by this replica's policy")
 
 // ExecPolicy says which exec jobs a replica runs. The job set is shared by
 // every replica and written by whoever may write it in etcd; the policy is

@@ -1,21 +1,11 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Sentinel errors of the scheduler itself (the Store's are in contract.go).
-var (
-	// ErrInvalidConfig: a Config field is out of range.
-	ErrInvalidConfig = errors.New("scheduler: invalid config")
-	// ErrRecordFormat: a job record is in a newer format than this binary
-	// knows, or is not a record at all. The job is parked, never overwritten.
-	ErrRecordFormat = errors.New("scheduler: unsupported record format")
 )
 
 // Defaults of Config.

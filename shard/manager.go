@@ -104,7 +104,7 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manag
 		return nil, err
 	}
 	if cli == nil {
-		return nil, fmt.Errorf("%w: a client is required", ErrInvalid)
+		return nil, fmt.Errorf("%w: a client is required", ErrInvalidConfig)
 	}
 	cfg = cfg.withDefaults()
 	m := &Manager{
@@ -145,7 +145,7 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 		return errors.New("shard: Run called twice")
 	}
 	if h == nil {
-		return fmt.Errorf("%w: a Handler is required", ErrInvalid)
+		return fmt.Errorf("%w: a Handler is required", ErrInvalidConfig)
 	}
 	m.h = h // before the loop's goroutines start: they read it unlocked
 	defer m.bg.Wait()

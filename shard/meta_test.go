@@ -70,8 +70,8 @@ func TestConfigValidate(t *testing.T) {
 	for i, f := range bad {
 		c := ok
 		f(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
-			t.Errorf("case %d: %v, want ErrInvalid", i, err)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("case %d: %v, want ErrInvalidConfig", i, err)
 		}
 	}
 }
