@@ -144,11 +144,6 @@ func (n *node) stop() {
 	n.cli.Close()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	poll.Must(t, waitLimit, what, poll.True(cond))
-}
-
 // Two owners of one shard in succession, the first cut off from etcd (as a
 // paused process looks to etcd) in the middle of a run: the first stops
 // acting at its safe deadline (its run cancelled with ErrDeadline), its
@@ -168,13 +163,13 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	js := keyspace.ShardOf(job.Name, meta.Shards)
 
 	a := startNode(t, srv, ks, meta, "a", true, true, jobs)
-	waitFor(t, "a runs the job", func() bool { return len(a.led.snapshot()) > 0 })
+	poll.Must(t, waitLimit, "a runs the job", poll.True(func() bool { return len(a.led.snapshot()) > 0 }))
 	first := a.led.snapshot()[0]
 
 	// Cut a off: it can neither renew nor release.
 	a.proxy.Blackhole()
 	cut := time.Now()
-	waitFor(t, "a's run cancelled at its safe deadline", func() bool { return a.led.snapshot()[0].ended })
+	poll.Must(t, waitLimit, "a's run cancelled at its safe deadline", poll.True(func() bool { return a.led.snapshot()[0].ended }))
 	if f := a.led.snapshot()[0]; !errors.Is(f.cause, scheduler.ErrDeadline) && !errors.Is(f.cause, scheduler.ErrShardLost) {
 		t.Errorf("a's run ended with cause %v, want a loss", f.cause)
 	}
@@ -186,15 +181,15 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	}
 
 	b := startNode(t, srv, ks, meta, "b", false, false, jobs)
-	waitFor(t, "b re-runs the interrupted tick", func() bool {
+	poll.Must(t, waitLimit, "b re-runs the interrupted tick", poll.True(func() bool {
 		for _, f := range b.led.snapshot() {
 			if f.rerun {
 				return true
 			}
 		}
 		return false
-	})
-	waitFor(t, "b runs three more ticks", func() bool {
+	}))
+	poll.Must(t, waitLimit, "b runs three more ticks", poll.True(func() bool {
 		n := 0
 		for _, f := range b.led.snapshot() {
 			if !f.rerun && f.ended {
@@ -202,7 +197,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 			}
 		}
 		return n >= 3
-	})
+	}))
 	var reruns []fire
 	seen := map[time.Time]bool{}
 	for _, f := range b.led.snapshot() {

@@ -357,12 +357,6 @@ func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 	return 0
 }
 
-// waitFor polls cond until it returns nil.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	poll.Must(t, within, what, cond)
-}
-
 var _ = lease.ErrHeld
 
 func keyspaceFor(cluster string) keyspace.Space { return keyspace.New(cluster) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/replica"
 )
 
@@ -47,7 +48,7 @@ func TestExecAllowAndDisable(t *testing.T) {
 			var rep replica.Status
 			// A run that meets the previous one still going is skipped
 			// (concurrency forbid), so poll for a finished run of each.
-			eventually(t, 30*time.Second, "the allowed job "+tc.allowed+", the refused one failed: "+tc.refused, func() bool {
+			poll.MustEvery(t, procEvery, 30*time.Second, "the allowed job "+tc.allowed+", the refused one failed: "+tc.refused, poll.True(func() bool {
 				out, _, code := runCLI(t, env, "status", "-o", "json")
 				if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Jobs) != 2 {
 					return false
@@ -55,7 +56,7 @@ func TestExecAllowAndDisable(t *testing.T) {
 				allowed, refused := rep.Jobs[0].LastRuns, rep.Jobs[1].LastRuns
 				return len(allowed) == 1 && string(allowed[0].Status) == tc.allowed &&
 					len(refused) == 1 && refused[0].Status == "failed" && strings.Contains(refused[0].Detail, tc.refused)
-			})
+			}))
 			if srv.log.Contains("marker-never-printed") {
 				t.Error("the refused program ran")
 			}
