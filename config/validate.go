@@ -85,13 +85,13 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 
 	tz := j.Timezone
 	if _, err := cronspec.LoadLocation(tz); err != nil {
-		report("timezone", strings.TrimPrefix(err.Error(), "schedule: "), err)
+		report("timezone", strings.TrimPrefix(err.Error(), "cronspec: "), err)
 		tz = DefaultTimezone // still check the spec itself
 	}
 	if strings.TrimSpace(j.Schedule) == "" {
 		bad("schedule", "is required")
 	} else if _, err := cronspec.Parse(j.Schedule, tz); err != nil {
-		report("schedule", strings.TrimPrefix(err.Error(), "schedule: "), err)
+		report("schedule", strings.TrimPrefix(err.Error(), "cronspec: "), err)
 	}
 
 	var targets []string

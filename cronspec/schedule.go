@@ -1,7 +1,6 @@
 package cronspec
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,19 +8,6 @@ import (
 	_ "time/tzdata" // every replica resolves zones the same way, even without host tzdata
 
 	"github.com/robfig/cron/v3"
-)
-
-// Errors returned by Parse and LoadLocation, checked with errors.Is. The
-// returned error's text names the spec or zone and the reason.
-var (
-	// ErrSpec: the spec is malformed (syntax, range, unknown descriptor,
-	// a TZ=/CRON_TZ= prefix, or a bad @every duration).
-	ErrSpec = errors.New("schedule: invalid spec")
-	// ErrNeverFires: the spec parses but matches no time (such as
-	// "0 0 30 2 *").
-	ErrNeverFires = errors.New("schedule: never fires")
-	// ErrTimezone: the time zone is not a known IANA name.
-	ErrTimezone = errors.New("schedule: unknown time zone")
 )
 
 // Schedule yields the fire times of a job.

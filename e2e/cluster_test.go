@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -93,7 +94,7 @@ func newCluster(t *testing.T) *cluster {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	c.cli = cli
-	eventually(t, 60*time.Second, "etcd answers", func() error {
+	poll.MustEvery(t, containerEvery, 60*time.Second, "etcd answers", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err := cli.Get(ctx, "health")
@@ -103,7 +104,7 @@ func newCluster(t *testing.T) *cluster {
 	ledger := c.prefix + "-ledger"
 	mustDocker(t, "run", "-d", "--name", ledger, "--network", c.sinkNet, "--label", label+"="+c.prefix, ledgerImage)
 	c.ledgerURL = "http://" + ipOn(t, ledger, c.sinkNet) + ":8080"
-	eventually(t, 30*time.Second, "ledger answers", func() error { _, err := c.fires(); return err })
+	poll.MustEvery(t, containerEvery, 30*time.Second, "ledger answers", func() error { _, err := c.fires(); return err })
 	return c
 }
 
@@ -209,7 +210,7 @@ func (c *cluster) stable() error {
 
 func (c *cluster) waitStable(what string) time.Duration {
 	c.t.Helper()
-	return eventually(c.t, 90*time.Second, what+": every shard with its desired owner", c.stable)
+	return poll.MustEvery(c.t, containerEvery, 90*time.Second, what+": every shard with its desired owner", c.stable)
 }
 
 // takenOver holds when every shard in held has an owner other than from.

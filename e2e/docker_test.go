@@ -22,6 +22,10 @@ import (
 // the run's prefix.
 const label = "io.shardcron.e2e"
 
+// containerEvery is how often the suite checks a condition: conditions run
+// docker or read a cluster in containers.
+const containerEvery = 100 * time.Millisecond
+
 // dockerTimeout bounds one docker CLI call: a stop waits for a drain.
 const dockerTimeout = 90 * time.Second
 
@@ -122,16 +126,4 @@ func ipOn(t testing.TB, container, network string) string {
 		t.Fatalf("%s has no address on %s", container, network)
 	}
 	return ip
-}
-
-// eventually polls cond every 100 ms until it returns nil or the bound
-// passes (then the test fails with cond's last error), and returns how long
-// it took.
-func eventually(t testing.TB, bound time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	d, err := poll.UntilEvery(100*time.Millisecond, bound, cond)
-	if err != nil {
-		t.Fatalf("%s: not within %v: %v", what, bound, err)
-	}
-	return d
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // victim is the first live replica, in name order, that holds shards.
@@ -32,7 +34,7 @@ func isolate(t *testing.T, c *cluster, f *figures, what string, cut, heal []stri
 	alignBetweenTicks()
 	start := time.Now()
 	mustDocker(t, append(cut, c.container(victim))...)
-	takeover := eventually(t, ttl+30*time.Second, "takeover of "+victim+"'s shards", func() error {
+	takeover := poll.MustEvery(t, containerEvery, ttl+30*time.Second, "takeover of "+victim+"'s shards", func() error {
 		return c.takenOver(held, victim)
 	})
 	time.Sleep(time.Until(start.Add(ttl + 2*time.Second))) // the fault's length is the fault
@@ -74,15 +76,15 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 		t.Fatal(err)
 	}
 	var leader int
-	eventually(t, 10*time.Second, "etcd leader", func() (err error) { leader, err = c.etcdLeader(); return err })
+	poll.MustEvery(t, containerEvery, 10*time.Second, "etcd leader", func() (err error) { leader, err = c.etcdLeader(); return err })
 	from := nextTick(0)
 	alignBetweenTicks()
 	start := time.Now()
 	mustDocker(t, "stop", "-t", "10", c.etcdName(leader))
 	stopped := time.Since(start)
 	var newLeader int
-	elected := eventually(t, 30*time.Second, "a new etcd leader", func() (err error) { newLeader, err = c.etcdLeader(); return err })
-	resumed := eventually(t, 30*time.Second, "firing resumes", func() error {
+	elected := poll.MustEvery(t, containerEvery, 30*time.Second, "a new etcd leader", func() (err error) { newLeader, err = c.etcdLeader(); return err })
+	resumed := poll.MustEvery(t, containerEvery, 30*time.Second, "firing resumes", func() error {
 		if _, ok := c.firstFireAfter(start.Add(stopped)); !ok {
 			return fmt.Errorf("no fire of a tick after the stop yet")
 		}
@@ -101,7 +103,7 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 		}
 	}
 	mustDocker(t, "start", c.etcdName(leader))
-	eventually(t, 60*time.Second, "etcd member back", func() error {
+	poll.MustEvery(t, containerEvery, 60*time.Second, "etcd member back", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err := c.cli.Status(ctx, c.cli.Endpoints()[leader-1])

@@ -3,7 +3,6 @@ package httpauth
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,12 +52,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Errors of New.
-var (
-	// ErrConfig: no token, or an Open path that is not openable.
-	ErrConfig = errors.New("httpauth: invalid config")
-)
-
 // Guard is the middleware. It is safe for concurrent use.
 type Guard struct {
 	tokens   []token
@@ -89,11 +82,11 @@ func New(cfg Config) (*Guard, error) {
 		g.tokens = append(g.tokens, token{sha256.Sum256([]byte(t)), Operate})
 	}
 	if len(g.tokens) == 0 {
-		return nil, fmt.Errorf("%w: no token", ErrConfig)
+		return nil, fmt.Errorf("%w: no token", ErrInvalidConfig)
 	}
 	for _, p := range cfg.Open {
 		if !slices.Contains(OpenablePaths, p) {
-			return nil, fmt.Errorf("%w: %q cannot be left open (only %s)", ErrConfig, p, strings.Join(OpenablePaths, ", "))
+			return nil, fmt.Errorf("%w: %q cannot be left open (only %s)", ErrInvalidConfig, p, strings.Join(OpenablePaths, ", "))
 		}
 		g.open[p] = true
 	}

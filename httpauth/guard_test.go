@@ -127,10 +127,10 @@ func TestRefusalsCountedAndLoggedWithoutToken(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
-	if _, err := New(Config{}); !errors.Is(err, ErrConfig) {
+	if _, err := New(Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("no token: %v", err)
 	}
-	if _, err := New(Config{ReadTokens: []string{readTok}, Open: []string{"/api/v1/state"}}); !errors.Is(err, ErrConfig) {
+	if _, err := New(Config{ReadTokens: []string{readTok}, Open: []string{"/api/v1/state"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("open API path: %v", err)
 	}
 }

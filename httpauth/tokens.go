@@ -3,7 +3,6 @@ package httpauth
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,10 +14,6 @@ const MinTokenLength = 16
 
 // maxTokenFile bounds a token file.
 const maxTokenFile = 1 << 20
-
-// ErrTokenFile: a token file cannot be read or holds a bad token. The error
-// names the file and line, never the token.
-var ErrTokenFile = errors.New("httpauth: bad token file")
 
 // LoadTokens reads a token file: one token per line; blank lines and lines
 // starting with # are skipped, surrounding white space is trimmed. Several

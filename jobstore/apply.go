@@ -52,10 +52,11 @@ func DefaultApplyOptions() ApplyOptions {
 	return ApplyOptions{ChunkBytes: maxChunkBytes, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 }
 
-// Validate checks the options, zero fields counting as their defaults.
+// Validate checks the options, zero fields counting as their defaults,
+// wrapping ErrInvalidConfig.
 func (o ApplyOptions) Validate() error {
 	if o.ChunkBytes != 0 && (o.ChunkBytes < 4<<10 || o.ChunkBytes > maxChunkBytes) {
-		return fmt.Errorf("jobstore: ChunkBytes %d: must be between 4 KiB and %d", o.ChunkBytes, maxChunkBytes)
+		return fmt.Errorf("%w: ChunkBytes %d: must be between 4 KiB and %d", ErrInvalidConfig, o.ChunkBytes, maxChunkBytes)
 	}
 	return nil
 }

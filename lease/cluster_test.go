@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // TestLeaderStopNeverValidPastExpiry stops the etcd leader under a live
@@ -22,7 +23,7 @@ func TestLeaderStopNeverValidPastExpiry(t *testing.T) {
 	var r renewals
 	r.hook(h)
 	s := newSession(t, cli, cfg)
-	eventually(t, 2*slack, "a renewal", func() bool { return r.count.Load() >= 1 })
+	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
 
 	leader := c.WaitLeader(t, 10*time.Second)
 	stoppedAt := time.Now()

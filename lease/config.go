@@ -102,20 +102,20 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports the first problem with c (zero fields count as their
-// defaults), wrapped in ErrInvalid.
+// defaults), wrapped in ErrInvalidConfig.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.TTL < MinTTL:
-		return fmt.Errorf("%w: TTL %v is below the minimum %v", ErrInvalid, c.TTL, MinTTL)
+		return fmt.Errorf("%w: TTL %v is below the minimum %v", ErrInvalidConfig, c.TTL, MinTTL)
 	case c.Margin < 0:
-		return fmt.Errorf("%w: Margin %v is negative", ErrInvalid, c.Margin)
+		return fmt.Errorf("%w: Margin %v is negative", ErrInvalidConfig, c.Margin)
 	case c.Margin > c.TTL/2:
-		return fmt.Errorf("%w: Margin %v exceeds half the TTL %v: too little time is left to renew in", ErrInvalid, c.Margin, c.TTL)
+		return fmt.Errorf("%w: Margin %v exceeds half the TTL %v: too little time is left to renew in", ErrInvalidConfig, c.Margin, c.TTL)
 	case c.ElectionTimeout < 0:
-		return fmt.Errorf("%w: ElectionTimeout %v is negative", ErrInvalid, c.ElectionTimeout)
+		return fmt.Errorf("%w: ElectionTimeout %v is negative", ErrInvalidConfig, c.ElectionTimeout)
 	case c.MaxTxnOps < 2:
-		return fmt.Errorf("%w: MaxTxnOps %d: a release needs two operations", ErrInvalid, c.MaxTxnOps)
+		return fmt.Errorf("%w: MaxTxnOps %d: a release needs two operations", ErrInvalidConfig, c.MaxTxnOps)
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.bad) || !strings.HasPrefix(err.Error(), "lease: ") {
-				t.Fatalf("Validate() = %v, want ErrInvalid mentioning %q", err, tc.bad)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.bad) || !strings.HasPrefix(err.Error(), "lease: ") {
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig mentioning %q", err, tc.bad)
 			}
 		})
 	}

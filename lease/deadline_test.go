@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // Deadline is the safe deadline as an instant on the session's clock
@@ -28,10 +29,10 @@ func TestDeadlineIsTheSafeDeadlineInstant(t *testing.T) {
 		t.Fatalf("fresh session: Deadline %v, clock %v (TTL %v, margin %v)", d, now, s.TTL(), cfg.Margin)
 	}
 	// Between renewals, the instant is the last renewal's, to the nanosecond.
-	eventually(t, 2*s.TTL()+slack, "Deadline equal to the last renewal's sent_at + TTL − margin", func() bool {
+	poll.Must(t, 2*s.TTL()+slack, "Deadline equal to the last renewal's sent_at + TTL − margin", poll.True(func() bool {
 		l := last.Load()
 		return l != 0 && int64(s.Deadline()) == l
-	})
+	}))
 	// A stall (the clock jumps, timers have not fired): the instant does
 	// not move with it, and Remaining agrees with it.
 	before := s.Deadline()

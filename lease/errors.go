@@ -19,6 +19,9 @@ var (
 	ErrNotHeld = errors.New("lease: shard not held under this token")
 	// ErrExists: Create found the key already present.
 	ErrExists = errors.New("lease: key exists")
-	// ErrInvalid: a bad Config or a bad stored value.
+	// ErrInvalidConfig: a Config field is out of range.
+	ErrInvalidConfig = errors.New("lease: invalid config")
+	// ErrInvalid: a bad argument (a shard out of range, released twice in
+	// one call) or a bad stored value (a release marker).
 	ErrInvalid = errors.New("lease: invalid")
 )

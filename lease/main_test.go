@@ -12,7 +12,6 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdCluster()...) }
@@ -66,12 +65,6 @@ func (r *renewals) times() []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Duration(nil), r.sent...)
-}
-
-// eventually polls cond until it holds, failing after d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	poll.Must(t, d, what, poll.True(cond))
 }
 
 // waitDone waits for the session to end and returns when it did.

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // Slack for timing bounds: the machine is shared and tests run under -race.
@@ -25,7 +26,7 @@ func TestRenewalCadence(t *testing.T) {
 	r.hook(h)
 	s := newSession(t, cli, cfg)
 	start := time.Now()
-	eventually(t, 4*time.Second+3*slack, "five renewals", func() bool { return r.count.Load() >= 5 })
+	poll.Must(t, 4*time.Second+3*slack, "five renewals", poll.True(func() bool { return r.count.Load() >= 5 }))
 	elapsed := time.Since(start)
 	if !s.Valid() {
 		t.Fatal("session lost while renewals land")
@@ -72,7 +73,7 @@ func TestDeadlinePassesBeforeExpiryBlackholed(t *testing.T) {
 		t.Fatal(err)
 	}
 	expired := expiryWatch(t, s, direct, ks.Member("node-a"))
-	eventually(t, 2*slack, "a renewal through the proxy", func() bool { return r.count.Load() >= 1 })
+	poll.Must(t, 2*slack, "a renewal through the proxy", poll.True(func() bool { return r.count.Load() >= 1 }))
 
 	proxy.Blackhole()
 	doneAt := waitDone(t, s, s.TTL()+slack)
@@ -128,7 +129,7 @@ func TestDeadlinePassesBeforeExpiryPausedLoop(t *testing.T) {
 	unpause := func() { resumeOnce.Do(func() { close(resume) }) }
 	t.Cleanup(unpause) // before s.Close, which joins the loop
 	expired := expiryWatch(t, s, cli, ks.Member("node-b"))
-	eventually(t, 2*slack, "a renewal", func() bool { return r.count.Load() >= 1 })
+	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
 	paused.Store(true)
 	doneAt := waitDone(t, s, s.TTL()+slack)
 	renewedBefore := r.count.Load() // no renewal applies after Done
@@ -145,14 +146,14 @@ func TestDeadlinePassesBeforeExpiryPausedLoop(t *testing.T) {
 	}
 	unpause()
 	// The loop wakes on a lost session: it neither renews nor revives it.
-	eventually(t, slack, "the loop finishing", func() bool {
+	poll.Must(t, slack, "the loop finishing", poll.True(func() bool {
 		select {
 		case <-s.loopDone:
 			return true
 		default:
 			return false
 		}
-	})
+	}))
 	if s.Valid() || r.count.Load() != renewedBefore {
 		t.Fatalf("after the pause: Valid %v, renewals %d (were %d)", s.Valid(), r.count.Load(), renewedBefore)
 	}
@@ -174,7 +175,7 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	var r renewals
 	r.hook(h)
 	s := newSession(t, cli, cfg)
-	eventually(t, 2*slack, "a renewal", func() bool { return r.count.Load() >= 1 })
+	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
 	armed.Store(true)
 	select {
 	case <-landed:
@@ -188,7 +189,7 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	}
 	close(gate)
 	// The late success is ignored, and the lease is revoked.
-	eventually(t, s.TTL()+slack, "revocation of the lost lease", func() bool { return leaseTTL(t, cli, s.LeaseID()) <= 0 })
+	poll.Must(t, s.TTL()+slack, "revocation of the lost lease", poll.True(func() bool { return leaseTTL(t, cli, s.LeaseID()) <= 0 }))
 	if s.Valid() || !errors.Is(s.Err(), ErrLost) {
 		t.Fatalf("a late renewal revived the session: Valid %v Err %v", s.Valid(), s.Err())
 	}

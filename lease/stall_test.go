@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // TestEtcdStallLongerThanTheTTL pauses a real etcd process (SIGSTOP) for
@@ -37,10 +38,10 @@ func TestEtcdStallLongerThanTheTTL(t *testing.T) {
 	p.Resume()
 
 	var resp *clientv3.TxnResponse
-	eventually(t, s.TTL()+slack, "the old token's guard failing", func() bool {
+	poll.Must(t, s.TTL()+slack, "the old token's guard failing", poll.True(func() bool {
 		resp, err = cli.Txn(ctx).If(Guard(ks, tok)).Then(clientv3.OpPut(ks.Tick(0, "j"), "late")).Commit()
 		return err == nil && !resp.Succeeded
-	})
+	}))
 	next := newSession(t, cli, cfg)
 	tok2, _, err := next.Acquire(ctx, 0, "next")
 	if err != nil || tok2.Generation <= tok.Generation {

@@ -38,11 +38,11 @@ func TestValidate(t *testing.T) {
 	for i, f := range bad {
 		p := ok
 		f(&p)
-		if err := p.Validate(); !errors.Is(err, ErrParams) {
-			t.Errorf("case %d (%+v): Validate = %v, want ErrParams", i, p, err)
+		if err := p.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("case %d (%+v): Validate = %v, want ErrInvalidConfig", i, p, err)
 		}
-		if _, err := Assign(names(3), p); !errors.Is(err, ErrParams) {
-			t.Errorf("case %d: Assign = %v, want ErrParams", i, err)
+		if _, err := Assign(names(3), p); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("case %d: Assign = %v, want ErrInvalidConfig", i, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package rebalance
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -28,14 +27,6 @@ const MaxReplicationFactor = 1000
 // MaxLoadFactor bounds the load factor; beyond a few the bound stops
 // balancing anything.
 const MaxLoadFactor = 100
-
-// Errors of the package.
-var (
-	// ErrParams: Params fail validation.
-	ErrParams = errors.New("rebalance: invalid parameters")
-	// ErrShard: a shard number out of [0, Shards).
-	ErrShard = errors.New("rebalance: shard out of range")
-)
 
 // Params are the ring's parameters. They are written once into the
 // cluster's meta and every replica uses the stored values.
@@ -70,13 +61,13 @@ func Default(shards int) Params {
 func (p Params) Validate() error {
 	switch {
 	case p.Shards < 1 || p.Shards > keyspace.MaxShards:
-		return fmt.Errorf("%w: shards %d: must be 1 to %d", ErrParams, p.Shards, keyspace.MaxShards)
+		return fmt.Errorf("%w: shards %d: must be 1 to %d", ErrInvalidConfig, p.Shards, keyspace.MaxShards)
 	case math.IsNaN(p.LoadFactor) || p.LoadFactor < 1 || p.LoadFactor > MaxLoadFactor:
-		return fmt.Errorf("%w: load factor %v: must be 1 to %d", ErrParams, p.LoadFactor, MaxLoadFactor)
+		return fmt.Errorf("%w: load factor %v: must be 1 to %d", ErrInvalidConfig, p.LoadFactor, MaxLoadFactor)
 	case p.ReplicationFactor < 1 || p.ReplicationFactor > MaxReplicationFactor:
-		return fmt.Errorf("%w: replication factor %d: must be 1 to %d", ErrParams, p.ReplicationFactor, MaxReplicationFactor)
+		return fmt.Errorf("%w: replication factor %d: must be 1 to %d", ErrInvalidConfig, p.ReplicationFactor, MaxReplicationFactor)
 	case p.HashVersion != HashVersion:
-		return fmt.Errorf("%w: hash version %q: this build implements %q", ErrParams, p.HashVersion, HashVersion)
+		return fmt.Errorf("%w: hash version %q: this build implements %q", ErrInvalidConfig, p.HashVersion, HashVersion)
 	}
 	return nil
 }

@@ -1,29 +1,10 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
-)
-
-// Errors the runner reports. Run never returns an error (it reports a
-// scheduler.Result); these appear in New, Validate and Register, and wrapped
-// in log records.
-var (
-	// ErrConfig: a Config field is out of range.
-	ErrConfig = errors.New("runner: invalid config")
-	// ErrClosed: the Runner was closed.
-	ErrClosed = errors.New("runner: closed")
-	// ErrFunc: an in-process handler name is empty, unknown or taken.
-	ErrFunc = errors.New("runner: func")
-	// ErrNoSupervisor: an exec job was run without Config.Supervisor.
-	ErrNoSupervisor = errors.New("runner: no supervisor configured for exec jobs")
-	// ErrNoDeadlineInstant: an exec job's run carries a Deadline that is not
-	// a scheduler.DeadlineAt. The supervisor needs the safe deadline as an
-	// instant; one derived from Remaining() could be stretched by a stall.
-	ErrNoDeadlineInstant = errors.New("runner: exec needs the safe deadline as an instant (scheduler.DeadlineAt)")
 )
 
 // Defaults.
@@ -89,8 +70,8 @@ type Config struct {
 	// os.LookupEnv.
 	Env func(string) (string, bool)
 
-	// Logger receives warnings about supervisors that misbehave. Default
-	// slog.Default().
+	// Logger receives warnings about supervisors that misbehave. Default:
+	// discard.
 	Logger *slog.Logger
 }
 
@@ -104,7 +85,7 @@ func DefaultConfig() Config {
 		KillGrace:        DefaultKillGrace,
 		ExtendEvery:      DefaultExtendEvery,
 		Env:              os.LookupEnv,
-		Logger:           slog.Default(),
+		Logger:           slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -140,20 +121,20 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.ClientTimeout < 0:
-		return fmt.Errorf("%w: ClientTimeout %v is negative", ErrConfig, c.ClientTimeout)
+		return fmt.Errorf("%w: ClientTimeout %v is negative", ErrInvalidConfig, c.ClientTimeout)
 	case c.MaxOutputBytes < 0:
-		return fmt.Errorf("%w: MaxOutputBytes %d is negative", ErrConfig, c.MaxOutputBytes)
+		return fmt.Errorf("%w: MaxOutputBytes %d is negative", ErrInvalidConfig, c.MaxOutputBytes)
 	case c.MaxResponseBytes < 0:
-		return fmt.Errorf("%w: MaxResponseBytes %d is negative", ErrConfig, c.MaxResponseBytes)
+		return fmt.Errorf("%w: MaxResponseBytes %d is negative", ErrInvalidConfig, c.MaxResponseBytes)
 	case c.IdleConnsPerHost < 0:
-		return fmt.Errorf("%w: IdleConnsPerHost %d is negative", ErrConfig, c.IdleConnsPerHost)
+		return fmt.Errorf("%w: IdleConnsPerHost %d is negative", ErrInvalidConfig, c.IdleConnsPerHost)
 	case c.KillGrace < 0:
-		return fmt.Errorf("%w: KillGrace %v is negative", ErrConfig, c.KillGrace)
+		return fmt.Errorf("%w: KillGrace %v is negative", ErrInvalidConfig, c.KillGrace)
 	case c.ExtendEvery < 0 || c.ExtendEvery > 250*time.Millisecond:
-		return fmt.Errorf("%w: ExtendEvery %v is outside (0, 250ms]", ErrConfig, c.ExtendEvery)
+		return fmt.Errorf("%w: ExtendEvery %v is outside (0, 250ms]", ErrInvalidConfig, c.ExtendEvery)
 	}
 	if len(c.Supervisor) > 0 && c.Supervisor[0] == "" {
-		return fmt.Errorf("%w: Supervisor has an empty program name", ErrConfig)
+		return fmt.Errorf("%w: Supervisor has an empty program name", ErrInvalidConfig)
 	}
 	return nil
 }

@@ -2,18 +2,15 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
-
-// ErrExecRefused: an exec job's program is not allowed on this replica.
-var ErrExecRefused = errors.New("runner: exec refused by this replica's policy")
 
 // ExecPolicy says which exec jobs a replica runs. The job set is shared by
 // every replica and written by whoever may write it in etcd; the policy is
@@ -71,6 +68,8 @@ type policyRunner struct {
 	inner  scheduler.Runner
 	policy ExecPolicy
 }
+
+func (pr policyRunner) KillGrace() time.Duration { return pr.inner.KillGrace() }
 
 func (pr policyRunner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	if err := pr.policy.Check(r.Job); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
@@ -50,6 +51,8 @@ func TestExecPolicyCheck(t *testing.T) {
 // reach the real runner.
 type failRunner struct{ t *testing.T }
 
+func (f failRunner) KillGrace() time.Duration { return 7 * time.Second }
+
 func (f failRunner) Run(context.Context, scheduler.Run) scheduler.Result {
 	f.t.Error("the inner runner was called for a refused job")
 	return scheduler.Result{}
@@ -60,6 +63,9 @@ func TestWithExecPolicyRefusesBeforeRunning(t *testing.T) {
 	res := r.Run(context.Background(), scheduler.Run{Job: argvJob("/bin/rm", "-rf", "/")})
 	if res.Status != scheduler.StatusFailed || !strings.Contains(res.Detail, `"/bin/rm" is not in --exec-allow`) {
 		t.Errorf("result %+v", res)
+	}
+	if g := r.KillGrace(); g != 7*time.Second {
+		t.Errorf("KillGrace through the policy = %v, want the inner runner's 7s", g)
 	}
 	inner := failRunner{t}
 	if got := WithExecPolicy(inner, ExecPolicy{}); got != scheduler.Runner(inner) {

@@ -103,6 +103,11 @@ func (rn *Runner) enter() bool {
 	return true
 }
 
+// KillGrace is the wait between SIGTERM and SIGKILL of an orderly stop
+// (Config.KillGrace); the scheduler cancels a drain's runs this long before
+// the drain's deadline.
+func (rn *Runner) KillGrace() time.Duration { return rn.cfg.KillGrace }
+
 // Close stops every run in progress in an orderly way (SIGTERM, then
 // SIGKILL after KillGrace), waits for them, and drops idle connections.
 // Runs started after Close are refused. Idempotent; every call waits.

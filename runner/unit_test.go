@@ -49,11 +49,11 @@ func TestConfigValidate(t *testing.T) {
 		"empty argv0":     {Supervisor: []string{""}},
 		"negative client": {ClientTimeout: -time.Second},
 	} {
-		if err := c.Validate(); !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
-		if _, err := New(c); !errors.Is(err, ErrConfig) {
-			t.Errorf("New with %s: %v, want ErrConfig", name, err)
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New with %s: %v, want ErrInvalidConfig", name, err)
 		}
 	}
 	rn, err := New(Config{})
@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rn.Close()
-	if rn.cfg.KillGrace != DefaultKillGrace || rn.cfg.MaxOutputBytes != DefaultMaxOutputBytes || rn.cfg.Env == nil {
+	if rn.KillGrace() != DefaultKillGrace || rn.cfg.MaxOutputBytes != DefaultMaxOutputBytes || rn.cfg.Env == nil {
 		t.Fatalf("defaults not applied: %+v", rn.cfg)
 	}
 }

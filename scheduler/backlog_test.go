@@ -139,3 +139,42 @@ func BenchmarkCatchUp100kJobsHourDown(b *testing.B) {
 		})
 	}
 }
+
+// Ticks waiting for a run slot when a shard is drained were dropped, yet
+// Drain reported the instant it was called as stopped_at: the successor
+// applied the misfire policy to them (skip: lost). A tick waiting for a slot
+// is late, not lost; a handoff is not a misfire.
+func TestDrainKeepsTicksWaitingForSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(6, "secondly", "* * * * * *")
+		j.Misfire = config.MisfireSkip
+		h1 := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 1 }, j)
+		defer h1.stop()
+		h1.runner.behave = work(3500 * time.Millisecond)
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		g1, _ := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(2500 * time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped := h1.s.Drain(ctx, 6)
+		time.Sleep(time.Second)
+		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		var all []time.Time
+		for _, r := range h1.runner.all() {
+			all = append(all, r.Tick)
+		}
+		for _, r := range h2.runner.all() {
+			all = append(all, r.Tick)
+		}
+		slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+		if got := secondsFrom(t0, all); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("ticks run %v, want each of 0..8 once (stopped_at %v)", got, stopped.Sub(t0))
+		}
+	})
+}

@@ -108,6 +108,8 @@ type countRunner struct {
 	done chan struct{}
 }
 
+func (r *countRunner) KillGrace() time.Duration { return 5 * time.Second } // the runner's default
+
 func (r *countRunner) Run(ctx context.Context, _ Run) Result {
 	if r.n.Add(1) == r.want {
 		close(r.done)

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,20 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Sentinel errors of the scheduler itself (the Store's are in contract.go).
-var (
-	// ErrInvalidConfig: a Config field is out of range.
-	ErrInvalidConfig = errors.New("scheduler: invalid config")
-	// ErrRecordFormat: a job record is in a newer format than this binary
-	// knows, or is not a record at all. The job is parked, never overwritten.
-	ErrRecordFormat = errors.New("scheduler: unsupported record format")
-)
-
 // Defaults of Config.
 const (
 	DefaultMaxConcurrentRuns = 64
-	DefaultDrainTimeout      = 10 * time.Second
-	DefaultKillGrace         = 5 * time.Second
 	DefaultHistoryLen        = 20
 	DefaultClaimAhead        = time.Second
 )
@@ -41,16 +29,6 @@ type Config struct {
 	// (default 64). A tick is claimed only when a slot is free; a tick
 	// waiting for one is late, not lost, until its starting deadline.
 	MaxConcurrentRuns int
-	// DrainTimeout is how long a release waits for in-flight runs before
-	// cancelling them (default 10 s). The scheduler's Drain takes its bound
-	// from its context; this value is what callers should use for it.
-	DrainTimeout time.Duration
-	// KillGrace is the runner's wait between SIGTERM and SIGKILL on an
-	// orderly cancel (runner.Config.KillGrace; default 5 s). A Drain whose
-	// context has a deadline cancels its runs this long before it, so that
-	// a run that ignores SIGTERM is still gone by the deadline and a
-	// SIGTERMed replica exits within its drain timeout.
-	KillGrace time.Duration
 	// HistoryLen bounds the run history kept of each job (default 20).
 	HistoryLen int
 	// HistoryFlush is how often run history is handed to the Store's
@@ -73,8 +51,6 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
-		DrainTimeout:      DefaultDrainTimeout,
-		KillGrace:         DefaultKillGrace,
 		HistoryLen:        DefaultHistoryLen,
 		HistoryFlush:      DefaultHistoryFlush,
 		ClaimAhead:        DefaultClaimAhead,
@@ -85,12 +61,6 @@ func DefaultConfig() Config {
 func (c Config) withDefaults() Config {
 	if c.MaxConcurrentRuns == 0 {
 		c.MaxConcurrentRuns = DefaultMaxConcurrentRuns
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.KillGrace == 0 {
-		c.KillGrace = DefaultKillGrace
 	}
 	if c.HistoryLen == 0 {
 		c.HistoryLen = DefaultHistoryLen
@@ -107,8 +77,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first invalid field, wrapping ErrInvalidConfig.
+// Validate reports the first invalid field (zero fields count as their
+// defaults), wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	switch {
 	case c.Cluster == "":
 		return fmt.Errorf("%w: Cluster is empty", ErrInvalidConfig)
@@ -118,10 +90,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Shards %d < 1", ErrInvalidConfig, c.Shards)
 	case c.MaxConcurrentRuns < 1:
 		return fmt.Errorf("%w: MaxConcurrentRuns %d < 1", ErrInvalidConfig, c.MaxConcurrentRuns)
-	case c.DrainTimeout < 0:
-		return fmt.Errorf("%w: DrainTimeout %v < 0", ErrInvalidConfig, c.DrainTimeout)
-	case c.KillGrace < 0:
-		return fmt.Errorf("%w: KillGrace %v < 0", ErrInvalidConfig, c.KillGrace)
 	case c.HistoryLen < 1:
 		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
 	case c.HistoryFlush < 0:

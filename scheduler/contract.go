@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,22 +12,6 @@ import (
 // shardcron. The scheduler declares what it needs; the shard package
 // implements Store and calls Acquired/Drain, the runner package implements
 // Runner, and cmd wires them. Nothing here mentions etcd.
-
-// Errors a Store reports per write, and the cause a run's context carries.
-var (
-	// ErrShardLost: the shard's fence no longer holds (another generation
-	// owns it, or it is free). The shard must be stopped at once.
-	ErrShardLost = errors.New("scheduler: shard lost")
-	// ErrStale: the job's record changed since this owner last wrote or read
-	// it. The owner's view is stale and must be reloaded.
-	ErrStale = errors.New("scheduler: record changed")
-	// ErrUnknown: the write's outcome is unknown (an RPC error). Keep the
-	// shard and retry until the safe deadline.
-	ErrUnknown = errors.New("scheduler: outcome unknown")
-	// ErrDeadline is the cause of a run's context when the node's safe
-	// deadline passed: the runner kills at once, without a grace period.
-	ErrDeadline = errors.New("scheduler: safe deadline passed")
-)
 
 // StopBy is the cause of a run's context for an orderly stop that must be
 // over by At: a release whose drain timeout is running out. The runner stops
@@ -185,6 +168,11 @@ type Runner interface {
 	// SIGKILL after a grace period, or by StopBy.At when the cause is a
 	// *StopBy). Safe for concurrent use.
 	Run(ctx context.Context, r Run) Result
+	// KillGrace is the grace period of an orderly stop: the wait between
+	// SIGTERM and SIGKILL. A Drain whose context has a deadline cancels its
+	// runs this long before it, so that a run that ignores SIGTERM is still
+	// gone by the deadline. Constant for the Runner's life.
+	KillGrace() time.Duration
 }
 
 // HistoryWrite is new run history of one job: entries to append, oldest

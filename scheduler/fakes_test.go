@@ -292,14 +292,17 @@ type runRec struct {
 }
 
 // fakeRunner records every run; behave decides what a run does (default:
-// succeed at once).
+// succeed at once). grace is its KillGrace.
 type fakeRunner struct {
+	grace  time.Duration
 	mu     sync.Mutex
 	runs   []runRec
 	active atomic.Int32
 	peak   atomic.Int32 // most runs at once
 	behave func(ctx context.Context, r Run) Result
 }
+
+func (f *fakeRunner) KillGrace() time.Duration { return f.grace }
 
 func (f *fakeRunner) Run(ctx context.Context, r Run) Result {
 	if n := f.active.Add(1); n > f.peak.Load() {
@@ -376,7 +379,7 @@ func newHarnessStore(t *testing.T, store loaderStore) *harness {
 }
 
 func newHarnessWith(t *testing.T, fs *fakeStore, store Store, mod func(*Config), jobs ...config.Job) *harness {
-	h := &harness{t: t, store: fs, runner: &fakeRunner{}, deadline: newDeadline(1000 * time.Hour),
+	h := &harness{t: t, store: fs, runner: &fakeRunner{grace: 5 * time.Second}, deadline: newDeadline(1000 * time.Hour),
 		reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	if store == nil {
 		store = fs

@@ -338,8 +338,9 @@ func TestDrainTimeout(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sleepUntil(t0.Add(-time.Second))
 				j := jobIn(1, "j", "0 * * * * *")
-				h := newHarness(t, func(c *Config) { c.KillGrace = tc.killGrace }, j)
+				h := newHarness(t, nil, j)
 				defer h.stop()
+				h.runner.grace = tc.killGrace
 				h.runner.behave = work(time.Hour)
 				g, _ := h.grant(1, 9, nil)
 				h.s.Acquired(g)

@@ -23,7 +23,7 @@ type drainReply struct {
 // Drain stops firing the shard at once and returns that instant (or just
 // before the earliest due tick it left unclaimed, so the successor runs it
 // as a handoff tick), after waiting for the shard's in-flight runs (and
-// their completion records). Runs still going KillGrace before ctx's
+// their completion records). Runs still going the Runner's KillGrace before ctx's
 // deadline (or when ctx ends, if it has none) are cancelled in an orderly
 // way with a *StopBy cause naming the deadline, left in flight for the
 // successor, and waited for.
@@ -43,13 +43,13 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 	if r.sh == nil {
 		return r.stoppedAt
 	}
-	// Runs that outlast the drain are cancelled KillGrace before its
+	// Runs that outlast the drain are cancelled the Runner's KillGrace before its
 	// deadline, and must be gone by it: the drain timeout bounds the whole
 	// stop, so a SIGTERMed replica exits within it.
 	stopBy, bounded := ctx.Deadline()
 	var cancelAt <-chan time.Time
 	if bounded {
-		t := time.NewTimer(time.Until(stopBy.Add(-s.cfg.KillGrace)))
+		t := time.NewTimer(time.Until(stopBy.Add(-s.runner.KillGrace())))
 		defer t.Stop()
 		cancelAt = t.C
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +48,8 @@ type ledger struct {
 	fires []*fire
 }
 
+func (l *ledger) KillGrace() time.Duration { return 5 * time.Second } // the runner's default
+
 func (l *ledger) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	f := &fire{node: r.Node, tick: r.Tick, token: r.Token, rerun: r.Rerun, shard: r.Shard, blocks: l.block}
 	l.mu.Lock()
@@ -76,22 +77,6 @@ func (l *ledger) snapshot() []fire {
 	return out
 }
 
-// storeFwd lets the Scheduler be built before the Manager whose Store it
-// uses (the Manager needs the Scheduler as its Handler).
-type storeFwd struct{ s atomic.Value }
-
-func (f *storeFwd) Commit(ctx context.Context, w []scheduler.Write) []scheduler.WriteResult {
-	return f.s.Load().(scheduler.Store).Commit(ctx, w)
-}
-
-func (f *storeFwd) Load(ctx context.Context, shard int, token int64, job string) (scheduler.Stored, error) {
-	return f.s.Load().(scheduler.Loader).Load(ctx, shard, token, job)
-}
-
-func (f *storeFwd) AppendHistory(ctx context.Context, keep int, ws []scheduler.HistoryWrite) []error {
-	return f.s.Load().(scheduler.History).AppendHistory(ctx, keep, ws)
-}
-
 type node struct {
 	id      string
 	cli     *clientv3.Client
@@ -115,31 +100,29 @@ func startNode(t *testing.T, srv *etcdtest.Server, ks keyspace.Space, meta shard
 		ep = n.proxy.Endpoint()
 	}
 	n.cli = etcdtest.NewClient(t, ep)
-	fwd := &storeFwd{}
-	scfg := scheduler.DefaultConfig()
-	scfg.Cluster, scfg.Node, scfg.Shards = "it", id, meta.Shards
-	s, err := scheduler.New(scfg, fwd, n.led)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.s = s
-	s.SetJobs(jobs)
 	mcfg := shard.DefaultConfig("it", id)
 	mcfg.Lease.TTL = itTTL
 	mcfg.SettleDelay = 200 * time.Millisecond
 	mcfg.ResyncEvery = time.Second
 	mcfg.DrainTimeout = 2 * time.Second
-	m, err := shard.New(n.cli, ks, meta, mcfg, s)
+	m, err := shard.New(n.cli, ks, meta, mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.m = m
-	fwd.s.Store(m.Store())
+	scfg := scheduler.DefaultConfig()
+	scfg.Cluster, scfg.Node, scfg.Shards = "it", id, meta.Shards
+	s, err := scheduler.New(scfg, m.Store(), n.led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.s = s
+	s.SetJobs(jobs)
 	sctx, stopS := context.WithCancel(context.Background())
 	mctx, stopM := context.WithCancel(context.Background())
 	n.stopS, n.stopM = stopS, stopM
 	go func() { n.doneS <- s.Run(sctx) }()
-	go func() { n.doneM <- m.Run(mctx) }()
+	go func() { n.doneM <- m.Run(mctx, s) }()
 	t.Cleanup(n.stop)
 	return n
 }
@@ -161,11 +144,6 @@ func (n *node) stop() {
 	n.cli.Close()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	poll.Must(t, waitLimit, what, poll.True(cond))
-}
-
 // Two owners of one shard in succession, the first cut off from etcd (as a
 // paused process looks to etcd) in the middle of a run: the first stops
 // acting at its safe deadline (its run cancelled with ErrDeadline), its
@@ -176,7 +154,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	ks := keyspace.New("it")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta, err := shard.EnsureMeta(ctx, srv.Client(t), ks, shard.DefaultMeta(2))
+	meta, err := shard.EnsureMeta(ctx, srv.Client(t), ks, shard.DefaultMeta(2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +163,13 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	js := keyspace.ShardOf(job.Name, meta.Shards)
 
 	a := startNode(t, srv, ks, meta, "a", true, true, jobs)
-	waitFor(t, "a runs the job", func() bool { return len(a.led.snapshot()) > 0 })
+	poll.Must(t, waitLimit, "a runs the job", poll.True(func() bool { return len(a.led.snapshot()) > 0 }))
 	first := a.led.snapshot()[0]
 
 	// Cut a off: it can neither renew nor release.
 	a.proxy.Blackhole()
 	cut := time.Now()
-	waitFor(t, "a's run cancelled at its safe deadline", func() bool { return a.led.snapshot()[0].ended })
+	poll.Must(t, waitLimit, "a's run cancelled at its safe deadline", poll.True(func() bool { return a.led.snapshot()[0].ended }))
 	if f := a.led.snapshot()[0]; !errors.Is(f.cause, scheduler.ErrDeadline) && !errors.Is(f.cause, scheduler.ErrShardLost) {
 		t.Errorf("a's run ended with cause %v, want a loss", f.cause)
 	}
@@ -203,15 +181,15 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	}
 
 	b := startNode(t, srv, ks, meta, "b", false, false, jobs)
-	waitFor(t, "b re-runs the interrupted tick", func() bool {
+	poll.Must(t, waitLimit, "b re-runs the interrupted tick", poll.True(func() bool {
 		for _, f := range b.led.snapshot() {
 			if f.rerun {
 				return true
 			}
 		}
 		return false
-	})
-	waitFor(t, "b runs three more ticks", func() bool {
+	}))
+	poll.Must(t, waitLimit, "b runs three more ticks", poll.True(func() bool {
 		n := 0
 		for _, f := range b.led.snapshot() {
 			if !f.rerun && f.ended {
@@ -219,7 +197,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 			}
 		}
 		return n >= 3
-	})
+	}))
 	var reruns []fire
 	seen := map[time.Time]bool{}
 	for _, f := range b.led.snapshot() {

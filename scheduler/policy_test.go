@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -203,4 +204,77 @@ func flightTicks(r Record) []time.Time {
 	}
 	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
 	return out
+}
+
+// A tick interrupted under an older token is re-run once the job fires
+// again: suspension (at acquisition, or while the re-run waits for a slot)
+// defers the re-run, it does not drop it for the rest of the generation.
+func TestInterruptedTickRerunAfterResume(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		suspendAtAcq  bool
+		suspendLater  bool
+		maxConcurrent int
+	}{
+		{"suspended at acquisition", true, false, 0},
+		{"suspended while the re-run waits for a slot", false, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(-30 * time.Second))
+				j := jobIn(2, "minutely", "0 * * * * *")
+				j.Misfire = config.MisfireSkip
+				j.Suspend = c.suspendAtAcq
+				hog := jobIn(2, "hog", "*/10 * * * * *") // holds the only slot
+				jobs := []config.Job{j}
+				if c.maxConcurrent > 0 {
+					jobs = append(jobs, hog)
+				}
+				h := newHarness(t, func(cfg *Config) {
+					if c.maxConcurrent > 0 {
+						cfg.MaxConcurrentRuns = c.maxConcurrent
+					}
+				}, jobs...)
+				defer h.stop()
+				h.runner.behave = func(ctx context.Context, r Run) Result {
+					if r.Job.Name == hog.Name {
+						return work(5*time.Second)(ctx, r)
+					}
+					return Result{Status: StatusSucceeded}
+				}
+				tick := t0.Add(-time.Minute)
+				h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: tick, InFlight: []Flight{{Tick: tick, Token: 5}}})
+				if c.maxConcurrent > 0 {
+					// The hog's tick comes first: its run takes the slot.
+					h.store.put(2, Record{Job: hog.Name, Token: 5, LastClaimed: tick.Add(-time.Second),
+						InFlight: []Flight{{Tick: tick.Add(-time.Second), Token: 5}}})
+				}
+				g, _ := h.grant(2, 9, nil)
+				h.s.Acquired(g)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if c.suspendLater {
+					j.Suspend = true
+					h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{j, hog}})
+					time.Sleep(10 * time.Second)
+					synctest.Wait()
+				}
+				if n := len(h.runner.of(j.Name)); n != 0 {
+					t.Fatalf("suspended job ran %d times", n)
+				}
+				j.Suspend = false
+				jobs[0] = j
+				h.s.SetJobs(config.JobSet{Version: 3, Jobs: jobs})
+				time.Sleep(6 * time.Second) // the hog's run of -20s ends at -15s
+				synctest.Wait()
+				runs := h.runner.of(j.Name)
+				if len(runs) != 1 || !runs[0].Tick.Equal(tick) || !runs[0].Rerun || runs[0].Token != 9 {
+					t.Fatalf("after resume: runs %+v, want the interrupted tick re-run once", runs)
+				}
+				if rec := h.store.record(2, j.Name); len(rec.InFlight) != 0 {
+					t.Errorf("record %+v", rec)
+				}
+			})
+		})
+	}
 }

@@ -56,13 +56,17 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// Zero fields stand for their defaults.
+	if err := (Config{Cluster: "c", Node: "n", Shards: 16}).Validate(); err != nil {
+		t.Errorf("a Config of only the required fields: %v", err)
+	}
 	for name, mod := range map[string]func(*Config){
 		"no cluster": func(c *Config) { c.Cluster = "" },
 		"no node":    func(c *Config) { c.Node = "" },
 		"no shards":  func(c *Config) { c.Shards = 0 },
 		"runs":       func(c *Config) { c.MaxConcurrentRuns = -1 },
 		"history":    func(c *Config) { c.HistoryLen = -1 },
-		"drain":      func(c *Config) { c.DrainTimeout = -time.Second },
+		"flush":      func(c *Config) { c.HistoryFlush = -time.Second },
 	} {
 		c := good
 		mod(&c)

@@ -94,36 +94,36 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports the first problem with c (zero fields count as their
-// defaults), wrapped in ErrInvalid.
+// defaults), wrapped in ErrInvalidConfig.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case keyspace.ValidCluster(c.Cluster) != nil:
-		return fmt.Errorf("%w: %w", ErrInvalid, keyspace.ValidCluster(c.Cluster))
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, keyspace.ValidCluster(c.Cluster))
 	case c.Node == "":
-		return fmt.Errorf("%w: Node is required", ErrInvalid)
+		return fmt.Errorf("%w: Node is required", ErrInvalidConfig)
 	case len(c.Node) > 253:
-		return fmt.Errorf("%w: Node %q is longer than 253 bytes", ErrInvalid, c.Node)
+		return fmt.Errorf("%w: Node %q is longer than 253 bytes", ErrInvalidConfig, c.Node)
 	case c.DrainTimeout < 0:
-		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalid, c.DrainTimeout)
+		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrInvalidConfig, c.DrainTimeout)
 	case c.SettleDelay < 0:
-		return fmt.Errorf("%w: SettleDelay %v is negative", ErrInvalid, c.SettleDelay)
+		return fmt.Errorf("%w: SettleDelay %v is negative", ErrInvalidConfig, c.SettleDelay)
 	case c.ResyncEvery < 100*time.Millisecond:
-		return fmt.Errorf("%w: ResyncEvery %v is under 100ms", ErrInvalid, c.ResyncEvery)
+		return fmt.Errorf("%w: ResyncEvery %v is under 100ms", ErrInvalidConfig, c.ResyncEvery)
 	case c.OrphanAfter < c.Lease.TTL:
 		// A shard is free for up to a TTL after its owner crashed while the
 		// desired successor takes it; taking orphans sooner only churns.
-		return fmt.Errorf("%w: OrphanAfter %v is under the lease TTL %v", ErrInvalid, c.OrphanAfter, c.Lease.TTL)
+		return fmt.Errorf("%w: OrphanAfter %v is under the lease TTL %v", ErrInvalidConfig, c.OrphanAfter, c.Lease.TTL)
 	case c.AcquireParallelism < 1:
-		return fmt.Errorf("%w: AcquireParallelism %d is under 1", ErrInvalid, c.AcquireParallelism)
+		return fmt.Errorf("%w: AcquireParallelism %d is under 1", ErrInvalidConfig, c.AcquireParallelism)
 	}
 	for _, r := range c.Node {
 		if r == '/' || r < ' ' || r == 0x7f {
-			return fmt.Errorf("%w: Node %q contains '/' or a control character", ErrInvalid, c.Node)
+			return fmt.Errorf("%w: Node %q contains '/' or a control character", ErrInvalidConfig, c.Node)
 		}
 	}
 	if err := c.Lease.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

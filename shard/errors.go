@@ -7,8 +7,8 @@ var (
 	// ErrFormat: the cluster's meta is in a newer format than this build
 	// reads, or holds parameters this build cannot serve.
 	ErrFormat = errors.New("shard: unsupported cluster meta")
-	// ErrInvalid: a bad Config.
-	ErrInvalid = errors.New("shard: invalid config")
+	// ErrInvalidConfig: a bad Config, or a missing client or Handler.
+	ErrInvalidConfig = errors.New("shard: invalid config")
 	// ErrDuplicateNode: another live replica holds this node id's member
 	// key for longer than one lease TTL. Node ids must be unique.
 	ErrDuplicateNode = errors.New("shard: node id in use by a live replica")
@@ -18,4 +18,6 @@ var (
 	// ErrNotReady: the node's session is not valid (starting, or lost and
 	// being replaced).
 	ErrNotReady = errors.New("shard: no valid session")
+	// ErrNoMeta: the cluster has no meta key yet (no replica has started).
+	ErrNoMeta = errors.New("shard: cluster has no meta (no replica has started)")
 )

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -25,7 +26,7 @@ func TestCrashTakeover(t *testing.T) {
 
 	t0 := time.Now()
 	c.crash(victim)
-	waitFor(t, testTTL+slack, "the crashed node's grants end", func() error {
+	poll.Must(t, testTTL+slack, "the crashed node's grants end", func() error {
 		if n := len(victim.h.live()); n > 0 {
 			return fmt.Errorf("%d grants still live", n)
 		}
@@ -78,7 +79,7 @@ func TestEtcdUnreachable(t *testing.T) {
 	if !errors.Is(res[0].Err, scheduler.ErrUnknown) {
 		t.Errorf("write through a blackholed connection: %v, want ErrUnknown", res[0].Err)
 	}
-	waitFor(t, testTTL, "the cut-off node's grants end", func() error {
+	poll.Must(t, testTTL, "the cut-off node's grants end", func() error {
 		if n := len(cut.h.live()); n > 0 {
 			return fmt.Errorf("%d grants still live", n)
 		}
@@ -93,7 +94,7 @@ func TestEtcdUnreachable(t *testing.T) {
 		t.Errorf("write after the deadline: %v, want ErrShardLost", res[0].Err)
 	}
 	// The others take its shards once its lease expires.
-	waitFor(t, testTTL+slack, "the cut-off node's shards owned by the others", func() error {
+	poll.Must(t, testTTL+slack, "the cut-off node's shards owned by the others", func() error {
 		return c.balanced([]string{"node-a", "node-b"})
 	})
 	// Hold the partition a little past the TTL, then heal it.
@@ -110,7 +111,7 @@ func TestEtcdUnreachable(t *testing.T) {
 			t.Errorf("shard %d: token %d after recovery, not larger than %d", s, tok, old)
 		}
 	}
-	waitFor(t, waitLimit, "the recovered node ready", cut.m.Ready)
+	poll.Must(t, waitLimit, "the recovered node ready", cut.m.Ready)
 }
 
 // Scale 3 -> 6 -> 2: every step ends balanced, with no shard unowned and

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -121,7 +122,7 @@ func TestDrainingGrantEndsWhenKeyDeleted(t *testing.T) {
 	}
 	// The watch (or, at the latest, the resync every second) shows the
 	// deletion; the drain is held for 20 s.
-	waitFor(t, 5*time.Second, "the draining grant ends once its key is gone", func() error {
+	poll.Must(t, 5*time.Second, "the draining grant ends once its key is gone", func() error {
 		if g.Lost.Err() == nil {
 			return fmt.Errorf("shard %d: grant %d still live", s, g.Token)
 		}

@@ -180,7 +180,7 @@ func newTestCluster(t *testing.T, shards int) *testCluster {
 	c := &testCluster{t: t, srv: srv, cli: srv.Client(t), ks: keyspace.New("test"), mo: newMonitor(t), nodes: map[string]*testNode{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	meta, err := EnsureMeta(ctx, c.cli, c.ks, DefaultMeta(shards))
+	meta, err := EnsureMeta(ctx, c.cli, c.ks, DefaultMeta(shards), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +241,14 @@ func (c *testCluster) startAt(ep, id string) *testNode {
 		c.t.Fatal(err)
 	}
 	n.cli = cli
-	m, err := New(cli, c.ks, c.meta, c.config(id), n.h)
+	m, err := New(cli, c.ks, c.meta, c.config(id))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	n.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	go func() { n.done <- m.Run(ctx) }()
+	go func() { n.done <- m.Run(ctx, n.h) }()
 	c.nodes[id] = n
 	c.all = append(c.all, n)
 	return n
@@ -355,12 +355,6 @@ func (c *testCluster) waitBalanced(within time.Duration) time.Duration {
 	}
 	c.t.Fatalf("not balanced over %v within %v: %v", c.liveIDs(), within, err)
 	return 0
-}
-
-// waitFor polls cond until it returns nil.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	poll.Must(t, within, what, cond)
 }
 
 var _ = lease.ErrHeld

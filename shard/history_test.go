@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -163,7 +164,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 	if _, err := c.cli.Delete(ctx, c.ks.Shard(1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, waitLimit, "shard 1 re-acquired", func() error {
+	poll.Must(t, waitLimit, "shard 1 re-acquired", func() error {
 		if tok := n.h.live()[1]; tok <= live[1] {
 			return fmt.Errorf("token %d", tok)
 		}
@@ -209,7 +210,7 @@ func TestAppendHistoryFenced(t *testing.T) {
 	if !errors.Is(errs[0], scheduler.ErrShardLost) || errs[1] != nil {
 		t.Fatalf("lost shard and good write: %v", errs)
 	}
-	waitFor(t, time.Second, "the lost shard's grant ends", func() error {
+	poll.Must(t, time.Second, "the lost shard's grant ends", func() error {
 		if cause := context.Cause(g3.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
 			return fmt.Errorf("cause %v", cause)
 		}

@@ -33,14 +33,15 @@ type Handler interface {
 }
 
 // Manager keeps this node's share of the shards. Build it with New, run it
-// with Run (once).
+// with Run (once), which takes the Handler: whatever handles ownership
+// events (the scheduler) may be built from the Manager's Store in between.
 type Manager struct {
 	cli     *clientv3.Client
 	ks      keyspace.Space
 	meta    Meta
 	params  rebalance.Params
 	cfg     Config
-	h       Handler
+	h       Handler // set by Run before its loop starts
 	log     *slog.Logger
 	met     *metrics
 	feed    *feed // ownership changes for the dashboard
@@ -93,17 +94,17 @@ const (
 	ungranted              // acquired but the checkpoint is unreadable
 )
 
-// New checks cfg and meta and returns a Manager for ks's cluster. h
-// receives the ownership events.
-func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handler) (*Manager, error) {
+// New checks cfg and meta and returns a Manager for ks's cluster. It starts
+// nothing; Run does.
+func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := meta.Validate(); err != nil {
 		return nil, err
 	}
-	if cli == nil || h == nil {
-		return nil, fmt.Errorf("%w: a client and a Handler are required", ErrInvalid)
+	if cli == nil {
+		return nil, fmt.Errorf("%w: a client is required", ErrInvalidConfig)
 	}
 	cfg = cfg.withDefaults()
 	m := &Manager{
@@ -112,7 +113,6 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 		meta:    meta,
 		params:  meta.Params(),
 		cfg:     cfg,
-		h:       h,
 		log:     cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node),
 		started: time.Now().UTC().Truncate(time.Millisecond),
 		poke:    make(chan struct{}, 1),
@@ -133,16 +133,21 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 // Meta returns the cluster meta the Manager obeys.
 func (m *Manager) Meta() Meta { return m.meta }
 
-// Run keeps this node in the cluster until ctx is cancelled: it starts a
+// Run keeps this node in the cluster until ctx is cancelled, handing
+// ownership events to h: it starts a
 // session, joins, and reconciles; when the session is lost it stops every
 // Grant at once and starts over with a new session. When ctx is cancelled it
 // leaves gracefully (member key first, then drain and release every shard,
 // then revoke) and returns nil. It returns an error only for what an
 // operator must fix (ErrDuplicateNode). Run may be called once.
-func (m *Manager) Run(ctx context.Context) error {
+func (m *Manager) Run(ctx context.Context, h Handler) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("shard: Run called twice")
 	}
+	if h == nil {
+		return fmt.Errorf("%w: a Handler is required", ErrInvalidConfig)
+	}
+	m.h = h // before the loop's goroutines start: they read it unlocked
 	defer m.bg.Wait()
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0

@@ -85,15 +85,14 @@ func (m Meta) sameRing(o Meta) bool {
 // EnsureMeta returns the cluster's meta, creating it from want (by a
 // compare-and-swap on its absence) when the cluster has none. When meta
 // exists, the stored value wins: a replica started with other ring
-// parameters logs that it follows meta (on slog.Default). A stored meta in
-// a newer format than this build reads, or with parameters this build
-// cannot serve, is refused with ErrFormat. A zero want.Format or empty Epoch
-// is filled in.
-func EnsureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, want Meta) (Meta, error) {
-	return ensureMeta(ctx, cli, ks, want, slog.Default())
-}
-
-func ensureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, want Meta, log *slog.Logger) (Meta, error) {
+// parameters logs that it follows meta (on log; nil discards). A stored
+// meta in a newer format than this build reads, or with parameters this
+// build cannot serve, is refused with ErrFormat. A zero want.Format or
+// empty Epoch is filled in.
+func EnsureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, want Meta, log *slog.Logger) (Meta, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if want.Format == 0 {
 		want.Format = MetaFormat
 	}

@@ -17,12 +17,12 @@ func TestEnsureMeta(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	first, err := EnsureMeta(ctx, cli, ks, DefaultMeta(256))
+	first, err := EnsureMeta(ctx, cli, ks, DefaultMeta(256), nil)
 	if err != nil || first.Shards != 256 || first.Epoch == "" || first.Format != MetaFormat {
 		t.Fatalf("create: %+v, %v", first, err)
 	}
 	// Another replica with other settings follows what is stored.
-	second, err := EnsureMeta(ctx, cli, ks, DefaultMeta(1024))
+	second, err := EnsureMeta(ctx, cli, ks, DefaultMeta(1024), nil)
 	if err != nil || second != first {
 		t.Fatalf("second: %+v, %v; want %+v", second, err, first)
 	}
@@ -30,7 +30,7 @@ func TestEnsureMeta(t *testing.T) {
 	if _, err := cli.Put(ctx, ks.Meta(), `{"format":2,"shards":64,"load_factor":1.25,"replication_factor":20,"hash_version":"consistent-v1.0.0+xxhash64"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EnsureMeta(ctx, cli, ks, DefaultMeta(64)); !errors.Is(err, ErrFormat) {
+	if _, err := EnsureMeta(ctx, cli, ks, DefaultMeta(64), nil); !errors.Is(err, ErrFormat) {
 		t.Fatalf("newer format: %v, want ErrFormat", err)
 	}
 	// So are parameters this build cannot serve, and garbage.
@@ -42,12 +42,12 @@ func TestEnsureMeta(t *testing.T) {
 		if _, err := cli.Put(ctx, ks.Meta(), bad); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := EnsureMeta(ctx, cli, ks, DefaultMeta(64)); !errors.Is(err, ErrFormat) {
+		if _, err := EnsureMeta(ctx, cli, ks, DefaultMeta(64), nil); !errors.Is(err, ErrFormat) {
 			t.Fatalf("stored %s: %v, want ErrFormat", bad, err)
 		}
 	}
 	// A bad wish is refused before anything is written.
-	if _, err := EnsureMeta(ctx, cli, keyspace.New("other"), DefaultMeta(0)); !errors.Is(err, ErrFormat) {
+	if _, err := EnsureMeta(ctx, cli, keyspace.New("other"), DefaultMeta(0), nil); !errors.Is(err, ErrFormat) {
 		t.Fatalf("want S=0: %v", err)
 	}
 }
@@ -70,8 +70,8 @@ func TestConfigValidate(t *testing.T) {
 	for i, f := range bad {
 		c := ok
 		f(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
-			t.Errorf("case %d: %v, want ErrInvalid", i, err)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("case %d: %v, want ErrInvalidConfig", i, err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/rebalance"
 )
 
@@ -48,7 +49,7 @@ func TestOrphansTakenByPreference(t *testing.T) {
 	}
 	start := time.Now()
 	// Every shard owned again, node-z's by their second preference.
-	waitFor(t, waitLimit, "orphans taken by preference", func() error {
+	poll.Must(t, waitLimit, "orphans taken by preference", func() error {
 		own := c.owners()
 		for s := range c.meta.Shards {
 			o, ok := own[s]
@@ -150,7 +151,7 @@ func TestStateAndMetrics(t *testing.T) {
 	a := c.start("node-a", false)
 	c.start("node-b", false)
 	c.waitBalanced(waitLimit)
-	waitFor(t, waitLimit, "state settles", func() error {
+	poll.Must(t, waitLimit, "state settles", func() error {
 		st := a.m.State()
 		live := a.h.live()
 		if st.Owned != len(live) || st.Unowned != 0 || len(st.Members) != 2 || !st.Session.Valid {
@@ -205,7 +206,7 @@ func TestReadyNoSpace(t *testing.T) {
 	c.cli = cli
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if c.meta, err = EnsureMeta(ctx, cli, c.ks, DefaultMeta(4)); err != nil {
+	if c.meta, err = EnsureMeta(ctx, cli, c.ks, DefaultMeta(4), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -230,7 +231,7 @@ func TestReadyNoSpace(t *testing.T) {
 			t.Fatal("the quota never filled")
 		}
 	}
-	waitFor(t, waitLimit, "Ready reports NOSPACE", func() error {
+	poll.Must(t, waitLimit, "Ready reports NOSPACE", func() error {
 		if err := n.m.Ready(); !errors.Is(err, ErrNoSpace) {
 			return fmt.Errorf("Ready = %v", err)
 		}

@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,9 +12,6 @@ import (
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/rebalance"
 )
-
-// ErrNoMeta: the cluster has no meta key yet (no replica has started).
-var ErrNoMeta = errors.New("shard: cluster has no meta (no replica has started)")
 
 // ReadMeta returns the cluster's meta without creating it.
 func ReadMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (Meta, error) {

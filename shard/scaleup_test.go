@@ -6,6 +6,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // A scale-up of several replicas, added one after another, each within the
@@ -39,7 +41,7 @@ func TestScaleUpMovesEachShardAtMostOnce(t *testing.T) {
 	start := time.Now()
 	for i, id := range []string{"n4", "n5", "n6"} {
 		c.start(id, false)
-		waitFor(t, waitLimit, id+" registered", func() error {
+		poll.Must(t, waitLimit, id+" registered", func() error {
 			resp, err := c.cli.Get(context.Background(), c.ks.Member(id))
 			if err == nil && len(resp.Kvs) == 0 {
 				err = fmt.Errorf("no member key")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -127,7 +128,7 @@ func TestStoreCommit(t *testing.T) {
 	if res[1].Err != nil {
 		t.Fatalf("write to a held shard next to a lost one: %v", res[1].Err)
 	}
-	waitFor(t, time.Second, "the lost shard's grant ends", func() error {
+	poll.Must(t, time.Second, "the lost shard's grant ends", func() error {
 		if cause := context.Cause(g3.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
 			return fmt.Errorf("cause %v", cause)
 		}
@@ -182,7 +183,7 @@ func TestStoreLoad(t *testing.T) {
 	if _, err := loader.Load(ctx, 2, live[2], "j"); !errors.Is(err, scheduler.ErrShardLost) {
 		t.Fatalf("Load after the fence failed: %v, want ErrShardLost", err)
 	}
-	waitFor(t, time.Second, "the lost shard's grant ends", func() error {
+	poll.Must(t, time.Second, "the lost shard's grant ends", func() error {
 		if cause := context.Cause(g.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
 			return fmt.Errorf("cause %v", cause)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // The browser test opens the dashboard of one of three `shardcron server`
@@ -88,9 +89,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			addr = procs[n].HTTPAddr(30 * time.Second)
 		}
 	}
-	eventually(t, 45*time.Second, "3 nodes own every shard", func() bool {
+	poll.MustEvery(t, procEvery, 45*time.Second, "3 nodes own every shard", poll.True(func() bool {
 		return probe.allOwnedBy(browserShards, "n1", "n2", "n3")
-	})
+	}))
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
@@ -116,10 +117,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		v = got
 		return got
 	}
-	eventually(t, 15*time.Second, "the page shows every shard owned, by all three", func() bool {
+	poll.MustEvery(t, procEvery, 15*time.Second, "the page shows every shard owned, by all three", poll.True(func() bool {
 		p := read()
 		return p.Unowned == 0 && len(p.Owners) == 3 && p.Header == "0" && p.Live == "true"
-	})
+	}))
 	// The page agrees with etcd, shard by shard.
 	var cellOwners map[string]string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`Object.fromEntries([...document.querySelectorAll("#grid .cell")].map(c => [c.dataset.shard, c.dataset.owner]))`, &cellOwners)); err != nil {
@@ -135,11 +136,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.SendKeys("#search", "tenant", chromedp.ByID)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the search keeps the two tenant jobs", func() bool {
+	poll.MustEvery(t, procEvery, 10*time.Second, "the search keeps the two tenant jobs", poll.True(func() bool {
 		var rows []string
 		err := chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("#jobs tbody tr")].map(r => r.cells[0].textContent + " " + r.cells[3].textContent)`, &rows))
 		return err == nil && len(rows) == 2 && strings.HasPrefix(rows[0], "tenant-a.sync */3 * * * * *") && strings.HasPrefix(rows[1], "tenant-b.sync @every 4s")
-	})
+	}))
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.__testMark = "no reload"`, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -154,25 +155,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	// taken over within TTL + 3 s, without a reload.
 	procs["n3"].signal(syscall.SIGKILL)
 	killed := time.Now()
-	eventually(t, browserTTL+3*time.Second, "the page shows n3's shards taken over", func() bool {
+	poll.MustEvery(t, procEvery, browserTTL+3*time.Second, "the page shows n3's shards taken over", poll.True(func() bool {
 		p := read()
 		return p.Unowned == 0 && p.Owners["n3"] == 0 && len(p.Owners) == 2
-	})
+	}))
 	noReload()
 	screenshot(t, ctx) // two owners, and the loss and takeover in the timeline
 	t.Logf("SIGKILL n3 -> the page shows the takeover: %v (TTL %v)", time.Since(killed).Round(time.Millisecond), browserTTL)
 
 	// SIGTERM n2: it drains (nothing runs long) and hands over; the page
 	// shows n1 owning everything within a second.
-	eventually(t, 15*time.Second, "settled on n1 and n2", func() bool { return probe.allOwnedBy(browserShards, "n1", "n2") })
+	poll.MustEvery(t, procEvery, 15*time.Second, "settled on n1 and n2", poll.True(func() bool { return probe.allOwnedBy(browserShards, "n1", "n2") }))
 	procs["n2"].signal(syscall.SIGTERM)
 	termed := time.Now()
-	eventually(t, 10*time.Second, "etcd shows n2's shards handed to n1", func() bool { return probe.allOwnedBy(browserShards, "n1") })
+	poll.MustEvery(t, procEvery, 10*time.Second, "etcd shows n2's shards handed to n1", poll.True(func() bool { return probe.allOwnedBy(browserShards, "n1") }))
 	inEtcd := time.Since(termed)
-	eventually(t, 10*time.Second, "the page shows the handoff", func() bool {
+	poll.MustEvery(t, procEvery, 10*time.Second, "the page shows the handoff", poll.True(func() bool {
 		p := read()
 		return p.Unowned == 0 && p.Owners["n1"] == browserShards
-	})
+	}))
 	onPage := time.Since(termed)
 
 	noReload()
@@ -209,10 +210,10 @@ func screenshot(t *testing.T, ctx context.Context) {
 		path = filepath.Join(t.TempDir(), "dashboard.png")
 	}
 	// Moved shards flash for a moment; take the picture once they are still.
-	eventually(t, 10*time.Second, "the page's animations end", func() bool {
+	poll.MustEvery(t, procEvery, 10*time.Second, "the page's animations end", poll.True(func() bool {
 		var n int
 		return chromedp.Run(ctx, chromedp.Evaluate(`document.getAnimations().length`, &n)) == nil && n == 0
-	})
+	}))
 	var png []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot: %v", err)

@@ -18,7 +18,9 @@ import (
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/replica"
 	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
@@ -119,31 +121,31 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	srv := startProc(t, "server", "server", "--cluster", "cli", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "16")
 	addr := srv.HTTPAddr(30 * time.Second)
-	var rep statusReport
-	eventually(t, 30*time.Second, "status shows every shard owned by solo", func() bool {
+	var rep replica.Status
+	poll.MustEvery(t, procEvery, 30*time.Second, "status shows every shard owned by solo", poll.True(func() bool {
 		out, _, code := runCLI(t, env, "status", "--output", "json")
 		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 			return false
 		}
 		return rep.Unowned == 0 && len(rep.Members) == 1 && rep.Members[0].Owned == 16
-	})
+	}))
 	if rep.JobsTotal != 2 || rep.Jobs[0].Name != "alpha" || rep.Jobs[0].Owner != "solo" || rep.Jobs[0].Next.IsZero() {
 		t.Errorf("status jobs = %+v (total %d)", rep.Jobs, rep.JobsTotal)
 	}
 	// The HTTP surface: readiness, the jobs page with last runs read from
 	// the records (alpha's target refuses connections, so its runs fail),
 	// and the metrics registry.
-	eventually(t, 30*time.Second, "/readyz ready", func() bool { return httpGet(t, addr, "/readyz") == "ready\n" })
+	poll.MustEvery(t, procEvery, 30*time.Second, "/readyz ready", poll.True(func() bool { return httpGet(t, addr, "/readyz") == "ready\n" }))
 	var page struct {
 		Total int
-		Jobs  []jobRow
+		Jobs  []replica.JobView
 	}
-	eventually(t, 30*time.Second, "alpha's runs in /api/v1/jobs", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "alpha's runs in /api/v1/jobs", poll.True(func() bool {
 		if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs?limit=1")), &page); err != nil {
 			return false
 		}
 		return len(page.Jobs) == 1 && len(page.Jobs[0].LastRuns) > 0
-	})
+	}))
 	if j := page.Jobs[0]; page.Total != 2 || j.Name != "alpha" || j.Owner != "solo" || j.LastRuns[0].Status != "failed" || j.Next.IsZero() {
 		t.Errorf("jobs page = %+v", page)
 	}
@@ -171,12 +173,12 @@ func TestDevPrintsAddressesAndStopsCleanly(t *testing.T) {
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n  - name: tick\n    schedule: \"* * * * * *\"\n    http: {url: \"${SHARDCRON_JOB_SINK_URL}/tick\"}\n    timeout: 2s\n")
 	p := startProc(t, "dev", "dev", "--replicas", "2", "--jobs", jobs, "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s")
 	p.HTTPAddr(60 * time.Second)
-	eventually(t, 30*time.Second, "the sink receives a fire from the dev cluster", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "the sink receives a fire from the dev cluster", poll.True(func() bool {
 		return p.log.Contains(`msg="sink received" job=tick`)
-	})
-	eventually(t, 10*time.Second, "both replicas' addresses printed", func() bool {
+	}))
+	poll.MustEvery(t, procEvery, 10*time.Second, "both replicas' addresses printed", poll.True(func() bool {
 		return p.log.Contains("dev-1: http://127.0.0.1:") && p.log.Contains("dev-2: http://127.0.0.1:")
-	})
+	}))
 	p.signal(syscall.SIGTERM)
 	if code, err := p.Wait(15 * time.Second); err != nil || code != 0 {
 		t.Fatalf("dev after SIGTERM: exit %d, %v", code, err)
@@ -209,9 +211,9 @@ func TestHealthzServedWhileEtcdUnreachable(t *testing.T) {
 	}
 	srv := startProc(t, "server", "server", "--cluster", "noetcd", "--node-id", "solo",
 		"--etcd-endpoints", "http://"+closed, "--http-addr", addr, "--lease-ttl", "3s")
-	eventually(t, 20*time.Second, "/healthz ok while etcd is unreachable", func() bool {
+	poll.MustEvery(t, procEvery, 20*time.Second, "/healthz ok while etcd is unreachable", poll.True(func() bool {
 		return httpGet(t, addr, "/healthz") == "ok\n"
-	})
+	}))
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +236,7 @@ func TestStatusNegativeLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ks := keyspace.New("default")
-	if _, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(16)); err != nil {
+	if _, err := shard.EnsureMeta(ctx, cli, ks, shard.DefaultMeta(16), nil); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := config.ParseJobs("jobs.yaml", []byte("jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n"))

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/replica"
 )
 
 // devOptions are the flags of `dev`.
@@ -64,27 +66,9 @@ and logs every fire. Logs are prefixed by replica. Ctrl-C leaves gracefully.`,
 }
 
 func runDev(ctx context.Context, o devOptions) error {
-	if o.replicas < 1 || o.replicas > 64 {
-		return usageError{fmt.Errorf("--replicas %d: want 1 to 64", o.replicas)}
-	}
-	if o.shards < 1 || o.shards > keyspace.MaxShards {
-		return usageError{fmt.Errorf("--shards %d: want 1 to %d", o.shards, keyspace.MaxShards)}
-	}
-	addr, err := devAddr(o.httpAddr)
+	lc, jobs, err := o.check()
 	if err != nil {
-		return usageError{err}
-	}
-	o.httpAddr = addr
-	lc := lease.DefaultConfig()
-	lc.TTL = o.leaseTTL
-	if err := lc.Validate(); err != nil {
-		return usageError{fmt.Errorf("--lease-ttl: %w", err)}
-	}
-	var jobs []config.Job
-	if o.jobsFile != "" {
-		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {
-			return err
-		}
+		return err
 	}
 	var outMu sync.Mutex
 	stderr := newLogWriter(os.Stderr, o.logFormat)
@@ -112,26 +96,16 @@ func runDev(ctx context.Context, o devOptions) error {
 	defer etcd.Close()
 	devLog.Info("embedded etcd listening", "endpoint", etcd.Endpoint())
 
-	sinkLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
 	sinkLog, err := logFor("[sink]  ")
 	if err != nil {
 		return err
 	}
-	sinkSrv := &http.Server{Handler: newSink(sinkLog), ReadHeaderTimeout: 10 * time.Second}
-	sinkDone := make(chan struct{})
-	go func() { _ = sinkSrv.Serve(sinkLn); close(sinkDone) }()
-	defer func() { sinkSrv.Close(); <-sinkDone }()
-	sinkURL := "http://" + sinkLn.Addr().String()
-	devLog.Info("sink listening", "url", sinkURL)
-	env := func(name string) (string, bool) {
-		if name == "SHARDCRON_JOB_SINK_URL" {
-			return sinkURL, true
-		}
-		return os.LookupEnv(name)
+	sinkURL, stopSink, err := startSink(sinkLog)
+	if err != nil {
+		return err
 	}
+	defer stopSink()
+	devLog.Info("sink listening", "url", sinkURL)
 
 	etcdMetrics := newEtcdClientMetrics()
 	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
@@ -140,33 +114,100 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	defer cli.Close()
 
-	// One replica failing (its port taken, say) takes the others down too.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, o.replicas)
-	for i := 1; i <= o.replicas; i++ {
-		node := fmt.Sprintf("dev-%d", i)
-		log, err := logFor(fmt.Sprintf("[%-6s] ", node))
+	replicas, err := newDevReplicas(cli, o, func(cfg *replica.Config) error {
+		log, err := logFor(fmt.Sprintf("[%-6s] ", cfg.Node))
 		if err != nil {
 			return err
 		}
+		node := cfg.Node
+		cfg.Lease, cfg.Jobs, cfg.Env, cfg.Logger = lc, jobs, sinkEnv(sinkURL), log
+		cfg.Registry = newRegistry(etcdMetrics)
+		cfg.Listening = func(a string) {
+			outMu.Lock()
+			fmt.Fprintf(os.Stdout, "%s: http://%s/\n", node, a)
+			outMu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return runAll(ctx, replicas)
+}
+
+// newDevReplicas builds the replicas of `dev`, dev-1 to dev-N, each with
+// its HTTP listener (the first on --http-addr, the others on free loopback
+// ports) and what set adds to its Config. On an error it closes every
+// listener it opened.
+func newDevReplicas(cli *clientv3.Client, o devOptions, set func(cfg *replica.Config) error) (_ []*replica.Replica, err error) {
+	var listeners []net.Listener
+	defer func() {
+		if err != nil {
+			for _, ln := range listeners {
+				ln.Close()
+			}
+		}
+	}()
+	replicas := make([]*replica.Replica, o.replicas)
+	for i := range replicas {
+		cfg := replica.Config{Cluster: o.cluster, Node: fmt.Sprintf("dev-%d", i+1), Shards: o.shards,
+			DrainTimeout: o.drainTimeout, Version: version}
+		if err := set(&cfg); err != nil {
+			return nil, err
+		}
 		addr := "127.0.0.1:0"
-		if i == 1 {
+		if i == 0 {
 			addr = o.httpAddr
 		}
-		cfg := replicaConfig{
-			Cluster: o.cluster, Node: node, HTTPAddr: addr, Lease: lc, Shards: o.shards,
-			DrainTimeout: o.drainTimeout, Jobs: jobs, Logger: log, Env: env, EtcdMetrics: etcdMetrics,
-			Listening: func(a string) {
-				outMu.Lock()
-				fmt.Fprintf(os.Stdout, "%s: http://%s/\n", node, a)
-				outMu.Unlock()
-			},
+		if cfg.Listener, err = listen(addr, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Node, err)
 		}
+		listeners = append(listeners, cfg.Listener)
+		if replicas[i], err = replica.New(cli, cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Node, err)
+		}
+	}
+	return replicas, nil
+}
+
+// check validates the flags of `dev` and loads its jobs file.
+func (o *devOptions) check() (lease.Config, []config.Job, error) {
+	lc := lease.DefaultConfig()
+	if o.replicas < 1 || o.replicas > 64 {
+		return lc, nil, usageError{fmt.Errorf("--replicas %d: want 1 to 64", o.replicas)}
+	}
+	if o.shards < 1 || o.shards > keyspace.MaxShards {
+		return lc, nil, usageError{fmt.Errorf("--shards %d: want 1 to %d", o.shards, keyspace.MaxShards)}
+	}
+	addr, err := devAddr(o.httpAddr)
+	if err != nil {
+		return lc, nil, usageError{err}
+	}
+	o.httpAddr = addr
+	lc.TTL = o.leaseTTL
+	if err := lc.Validate(); err != nil {
+		return lc, nil, usageError{fmt.Errorf("--lease-ttl: %w", err)}
+	}
+	var jobs []config.Job
+	if o.jobsFile != "" {
+		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {
+			return lc, nil, err
+		}
+	}
+	return lc, jobs, nil
+}
+
+// runAll runs every replica until ctx ends or one of them fails, which
+// takes the others down too.
+func runAll(ctx context.Context, replicas []*replica.Replica) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(replicas))
+	for i, r := range replicas {
 		wg.Go(func() {
-			if err := runReplica(ctx, cli, cfg); err != nil {
-				errs <- fmt.Errorf("%s: %w", node, err)
+			if err := r.Run(ctx); err != nil {
+				errs <- fmt.Errorf("dev-%d: %w", i+1, err)
 				cancel()
 			}
 		})
@@ -178,6 +219,30 @@ func runDev(ctx context.Context, o devOptions) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// startSink serves the fencing-aware sink the example http jobs post to, on
+// a free loopback port, and returns its URL and the function that stops it.
+func startSink(log *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: newSink(log), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{}) // closed when Serve returned
+	go func() { _ = srv.Serve(ln); close(done) }()
+	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
+}
+
+// sinkEnv is the process environment with $SHARDCRON_JOB_SINK_URL set to
+// the sink.
+func sinkEnv(sinkURL string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if name == "SHARDCRON_JOB_SINK_URL" {
+			return sinkURL, true
+		}
+		return os.LookupEnv(name)
+	}
 }
 
 // devAddr keeps dev on loopback: dev has no token auth, so an address

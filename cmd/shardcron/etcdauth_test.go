@@ -11,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
+	"github.com/shardcron/shardcron/replica"
 )
 
 // secureEtcd starts a real etcd process that serves clients only over TLS
@@ -80,12 +82,12 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		"--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
 		"--etcd-username", "shardcron", "--etcd-password-file", pwFile)
 	addr := srv.HTTPAddr(30 * time.Second)
-	var rep statusReport
-	eventually(t, 30*time.Second, "status over TLS with auth shows every shard owned by solo", func() bool {
+	var rep replica.Status
+	poll.MustEvery(t, procEvery, 30*time.Second, "status over TLS with auth shows every shard owned by solo", poll.True(func() bool {
 		out, _, code := runCLI(t, env, "status", "-o", "json")
 		return code == 0 && json.Unmarshal([]byte(out), &rep) == nil && rep.Unowned == 0 && len(rep.Members) == 1 && rep.Members[0].Owned == 8
-	})
-	eventually(t, 30*time.Second, "/readyz ready", func() bool { return httpGet(t, addr, "/readyz") == "ready\n" })
+	}))
+	poll.MustEvery(t, procEvery, 30*time.Second, "/readyz ready", poll.True(func() bool { return httpGet(t, addr, "/readyz") == "ready\n" }))
 	if rep.JobsTotal != 1 || rep.Jobs[0].Owner != "solo" {
 		t.Errorf("status jobs = %+v", rep.Jobs)
 	}

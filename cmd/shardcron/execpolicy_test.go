@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
+	"github.com/shardcron/shardcron/replica"
 )
 
 // TestExecAllowAndDisable: a replica started with --exec-allow runs the
@@ -43,18 +45,18 @@ func TestExecAllowAndDisable(t *testing.T) {
 			srv := startProc(t, "server", append([]string{"server", "--cluster", "execpolicy", "--node-id", "solo",
 				"--etcd-endpoints", etcd.Endpoint(), "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "4"}, tc.flags...)...)
 			srv.HTTPAddr(30 * time.Second)
-			var rep statusReport
+			var rep replica.Status
 			// A run that meets the previous one still going is skipped
 			// (concurrency forbid), so poll for a finished run of each.
-			eventually(t, 30*time.Second, "the allowed job "+tc.allowed+", the refused one failed: "+tc.refused, func() bool {
+			poll.MustEvery(t, procEvery, 30*time.Second, "the allowed job "+tc.allowed+", the refused one failed: "+tc.refused, poll.True(func() bool {
 				out, _, code := runCLI(t, env, "status", "-o", "json")
 				if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Jobs) != 2 {
 					return false
 				}
-				allowed, refused := rep.Jobs[0].LastRun, rep.Jobs[1].LastRun
-				return allowed != nil && string(allowed.Status) == tc.allowed &&
-					refused != nil && refused.Status == "failed" && strings.Contains(refused.Detail, tc.refused)
-			})
+				allowed, refused := rep.Jobs[0].LastRuns, rep.Jobs[1].LastRuns
+				return len(allowed) == 1 && string(allowed[0].Status) == tc.allowed &&
+					len(refused) == 1 && refused[0].Status == "failed" && strings.Contains(refused[0].Detail, tc.refused)
+			}))
 			if srv.log.Contains("marker-never-printed") {
 				t.Error("the refused program ran")
 			}

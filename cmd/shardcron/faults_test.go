@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // The fault suite: an etcd process, three `shardcron server` processes, and
@@ -122,9 +123,9 @@ func TestFaultSuite(t *testing.T) {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		c.start(n)
 	}
-	eventually(t, 60*time.Second, "every shard owned by the three nodes", func() bool {
+	poll.MustEvery(t, procEvery, 60*time.Second, "every shard owned by the three nodes", poll.True(func() bool {
 		return c.owners.allOwnedBy(faultShards, "n1", "n2", "n3")
-	})
+	}))
 	begin := time.Now().Truncate(time.Second).Add(2 * time.Second)
 
 	var windows []window

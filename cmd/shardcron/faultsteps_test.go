@@ -7,6 +7,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 func (c *faultCluster) live() []string {
@@ -23,9 +25,9 @@ func (c *faultCluster) live() []string {
 func (c *faultCluster) waitStable(what string) {
 	c.t.Helper()
 	live := c.live()
-	eventually(c.t, 45*time.Second, what+": every shard owned by "+joinNames(live), func() bool {
+	poll.MustEvery(c.t, procEvery, 45*time.Second, what+": every shard owned by "+joinNames(live), poll.True(func() bool {
 		return c.owners.allOwnedBy(faultShards, live...)
-	})
+	}))
 }
 
 // victim picks the first live node, in name order, that holds shards.
@@ -59,9 +61,9 @@ func (c *faultCluster) killOwner(mode string, inFlight bool) window {
 	if _, err := c.nodes[name].Wait(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	w.takeover = eventually(t, faultTTL+30*time.Second, "takeover of "+name+"'s shards", func() bool {
+	w.takeover = poll.MustEvery(t, procEvery, faultTTL+30*time.Second, "takeover of "+name+"'s shards", poll.True(func() bool {
 		return c.owners.takenOver(held, name)
-	})
+	}))
 	if bound := faultTTL + takeoverSlack; w.takeover > bound {
 		t.Errorf("%s: takeover took %v, over TTL + slack = %v", w.name, w.takeover, bound)
 	}
@@ -81,9 +83,9 @@ func (c *faultCluster) pauseOwner(mode string, inFlight bool) window {
 	w := window{name: "SIGSTOP " + name + " for TTL+2s (" + mode + ")", from: time.Now(), inFlight: inFlight}
 	p := c.nodes[name]
 	p.signal(syscall.SIGSTOP)
-	w.takeover = eventually(t, faultTTL+30*time.Second, "takeover of paused "+name+"'s shards", func() bool {
+	w.takeover = poll.MustEvery(t, procEvery, faultTTL+30*time.Second, "takeover of paused "+name+"'s shards", poll.True(func() bool {
 		return c.owners.takenOver(held, name)
-	})
+	}))
 	time.Sleep(time.Until(w.from.Add(faultTTL + 2*time.Second))) // the pause is the fault
 	p.signal(syscall.SIGCONT)
 	c.waitStable("after resuming " + name)
@@ -110,9 +112,9 @@ func (c *faultCluster) terminateOwner(mode string, inFlight bool) window {
 	}
 	w.exitStatus = "exit " + itoa(code) + " after " + time.Since(w.from).Round(time.Millisecond).String()
 	delete(c.nodes, name)
-	w.takeover = eventually(t, 30*time.Second, "shards of terminated "+name+" taken", func() bool {
+	w.takeover = poll.MustEvery(t, procEvery, 30*time.Second, "shards of terminated "+name+" taken", poll.True(func() bool {
 		return len(c.owners.owners()) == faultShards && len(c.owners.shardsOf(name)) == 0
-	})
+	}))
 	c.waitStable("after terminating " + name)
 	w.to = time.Now()
 	return w

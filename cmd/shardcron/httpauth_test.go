@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // TestServerRefusesOpenHTTPBeyondLoopback: without token auth, server will
@@ -40,7 +41,7 @@ func TestServerRefusesOpenHTTPBeyondLoopback(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(free)
 	srv := startProc(t, "server", "server", "--etcd-endpoints", "http://127.0.0.1:1", "--http-addr", "0.0.0.0:"+port, "--insecure-http", "--node-id", "open")
-	eventually(t, 20*time.Second, "--insecure-http serves /healthz", func() bool { return httpGet(t, "127.0.0.1:"+port, "/healthz") == "ok\n" })
+	poll.MustEvery(t, procEvery, 20*time.Second, "--insecure-http serves /healthz", poll.True(func() bool { return httpGet(t, "127.0.0.1:"+port, "/healthz") == "ok\n" }))
 	if !srv.log.Contains("without token auth beyond loopback") {
 		t.Error("no warning about --insecure-http")
 	}
@@ -89,10 +90,10 @@ func TestHTTPTLSAndTokens(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	eventually(t, 30*time.Second, "/readyz ready (with a read token)", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "/readyz ready (with a read token)", poll.True(func() bool {
 		code, body := do("GET", "/readyz", readTok)
 		return code == 200 && body == "ready\n"
-	})
+	}))
 	for _, tc := range []struct {
 		method, path, token string
 		want                int

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -119,11 +120,11 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 			"--lease-ttl", "3s", "--shards", fmt.Sprint(metricsShards), "--drain-timeout", "1s")
 		addrs[n] = procs[n].HTTPAddr(30 * time.Second)
 	}
-	eventually(t, 45*time.Second, "both own the shards", func() bool { return probe.allOwnedBy(metricsShards, "n1", "n2") })
+	poll.MustEvery(t, procEvery, 45*time.Second, "both own the shards", poll.True(func() bool { return probe.allOwnedBy(metricsShards, "n1", "n2") }))
 
 	// Ownership: every shard's token exported once, by its owner, with
 	// the value etcd holds.
-	eventually(t, 15*time.Second, "the token series match etcd", func() bool {
+	poll.MustEvery(t, procEvery, 15*time.Second, "the token series match etcd", poll.True(func() bool {
 		tokens := probe.tokens()
 		seen := map[string]string{}
 		owned := 0.0
@@ -148,7 +149,7 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 			}
 		}
 		return owned == metricsShards && len(seen) == metricsShards
-	})
+	}))
 
 	// The build, in the metrics and in the member list.
 	s1 := scrapeMetrics(t, addrs["n1"])
@@ -176,7 +177,7 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	}
 
 	// Runs by outcome and skips by reason, summed over the replicas.
-	eventually(t, 30*time.Second, "runs succeed, fail, and forbid skips", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "runs succeed, fail, and forbid skips", poll.True(func() bool {
 		var ok, failed, forbid, outcomes float64
 		for _, addr := range addrs {
 			s := scrapeMetrics(t, addr)
@@ -189,18 +190,18 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 			t.Fatalf("skips counted as runs: %v", outcomes)
 		}
 		return ok > 0 && failed > 0 && forbid > 0
-	})
+	}))
 
 	// SIGKILL n2: n1 takes every shard; its series follow.
 	before := scrapeMetrics(t, addrs["n1"]).get("shardcron_ownership_acquisitions_total")
 	procs["n2"].signal(syscall.SIGKILL)
-	eventually(t, 20*time.Second, "n1's metrics show every shard after the takeover", func() bool {
+	poll.MustEvery(t, procEvery, 20*time.Second, "n1's metrics show every shard after the takeover", poll.True(func() bool {
 		s := scrapeMetrics(t, addrs["n1"])
 		_, tokens := s.sum("shardcron_ownership_shard_token", `owner="n1"`)
 		return s.get("shardcron_ownership_shards_owned") == metricsShards && tokens == metricsShards &&
 			s.get("shardcron_ownership_shards_desired") == metricsShards && s.get("shardcron_ownership_members") == 1 &&
 			s.get("shardcron_ownership_acquisitions_total") > before
-	})
+	}))
 
 	// Drift follows every change of the job set, not only the boot.
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=metrics"}
@@ -212,17 +213,17 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	if out, stderr, code := runCLI(t, env, "apply", "-f", v2); code != 0 {
 		t.Fatalf("apply v2: exit %d\n%s%s", code, out, stderr)
 	}
-	eventually(t, 15*time.Second, "drift 1 after apply", func() bool {
+	poll.MustEvery(t, procEvery, 15*time.Second, "drift 1 after apply", poll.True(func() bool {
 		s := scrapeMetrics(t, addrs["n1"])
 		return s.get("shardcron_jobs_file_drift") == 1 && s.get("shardcron_jobs_count") == 6 && s.get("shardcron_jobs_set_version") > version
-	})
+	}))
 	if out, stderr, code := runCLI(t, env, "apply", "-f", jobs); code != 0 {
 		t.Fatalf("apply v1 again: exit %d\n%s%s", code, out, stderr)
 	}
-	eventually(t, 15*time.Second, "drift 0 after applying the file again", func() bool {
+	poll.MustEvery(t, procEvery, 15*time.Second, "drift 0 after applying the file again", poll.True(func() bool {
 		s := scrapeMetrics(t, addrs["n1"])
 		return s.get("shardcron_jobs_file_drift") == 0 && s.get("shardcron_jobs_count") == 5
-	})
+	}))
 }
 
 var tokenSeries = regexp.MustCompile(`^shardcron_ownership_shard_token\{owner="([^"]+)",shard="(\d+)"\}$`)
@@ -237,10 +238,10 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 		"--etcd-endpoints", etcd.Endpoint(), "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "4")
 	addr := p.HTTPAddr(30 * time.Second)
 	var exported map[string]bool
-	eventually(t, 30*time.Second, "metrics served", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "metrics served", poll.True(func() bool {
 		exported = scrapeMetrics(t, addr).names()
 		return exported["shardcron_ready"] && exported["grpc_client_handling_seconds_bucket"]
-	})
+	}))
 
 	exprs := grafanaQueries(t, filepath.Join("..", "..", "deploy", "grafana", "shardcron.json"))
 	if len(exprs) < 10 {

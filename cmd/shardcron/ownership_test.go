@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -71,7 +72,7 @@ func (s *ownSuite) live() []string {
 func (s *ownSuite) waitStable(what string) {
 	s.t.Helper()
 	live := s.live()
-	eventually(s.t, 45*time.Second, what, func() bool { return s.probe.allOwnedBy(ownShards, live...) })
+	poll.MustEvery(s.t, procEvery, 45*time.Second, what, poll.True(func() bool { return s.probe.allOwnedBy(ownShards, live...) }))
 }
 
 // state fetches a node's own view of ownership.
@@ -188,16 +189,16 @@ func TestOwnershipMultiProcess(t *testing.T) {
 	for _, n := range []string{"n4", "n5", "n6"} {
 		s.start(n)
 	}
-	d := eventually(t, 45*time.Second, "6 nodes", func() bool { return s.probe.allOwnedBy(ownShards, s.live()...) })
+	d := poll.MustEvery(t, procEvery, 45*time.Second, "6 nodes", poll.True(func() bool { return s.probe.allOwnedBy(ownShards, s.live()...) }))
 	t.Logf("scale 3 -> 6: settled in %v", d.Round(time.Millisecond))
 
 	// kill -9: the crashed node's shards are owned again within the TTL
 	// plus the stated slack.
 	held := s.probe.shardsOf("n6")
 	s.nodes["n6"].proc.signal(syscall.SIGKILL)
-	d = eventually(t, 30*time.Second, "takeover of n6's shards", func() bool {
+	d = poll.MustEvery(t, procEvery, 30*time.Second, "takeover of n6's shards", poll.True(func() bool {
 		return s.probe.takenOver(held, "n6")
-	})
+	}))
 	t.Logf("kill -9 n6: %d shards taken over in %v (bound TTL %v + slack %v)", len(held), d.Round(time.Millisecond), ownTTL, takeoverSlack)
 	if d > ownTTL+takeoverSlack {
 		t.Errorf("takeover after kill -9 took %v, over %v", d, ownTTL+takeoverSlack)
@@ -240,17 +241,17 @@ func TestOwnershipMultiProcess(t *testing.T) {
 	n4 := s.nodes["n4"]
 	n4.proxy.Blackhole()
 	cut := time.Now()
-	d = eventually(t, ownTTL+takeoverSlack, "n4 stops acting while cut off", func() bool {
+	d = poll.MustEvery(t, procEvery, ownTTL+takeoverSlack, "n4 stops acting while cut off", poll.True(func() bool {
 		st, _, err := n4.state(time.Second)
 		return err == nil && len(validClaims(st)) == 0
-	})
+	}))
 	t.Logf("n4 cut off from etcd: stopped acting after %v (TTL %v)", d.Round(time.Millisecond), ownTTL)
 	if d >= ownTTL {
 		t.Errorf("n4 still acted %v after it was cut off; its lease can expire at %v", d, ownTTL)
 	}
-	eventually(t, 30*time.Second, "n4's shards taken by the others", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "n4's shards taken by the others", poll.True(func() bool {
 		return len(s.probe.shardsOf("n4")) == 0 && len(s.probe.owners()) == ownShards
-	})
+	}))
 	time.Sleep(time.Until(cut.Add(ownTTL + 2*time.Second))) // the partition lasts longer than the TTL
 	n4.proxy.Restore()
 	s.waitStable("n4 recovered")
@@ -260,7 +261,7 @@ func TestOwnershipMultiProcess(t *testing.T) {
 	before = s.probe.tokens()
 	s.etcd.Pause()
 	stalled := time.Now()
-	eventually(t, ownTTL+takeoverSlack, "every node stops acting while etcd is stalled", func() bool {
+	poll.MustEvery(t, procEvery, ownTTL+takeoverSlack, "every node stops acting while etcd is stalled", poll.True(func() bool {
 		for _, name := range s.live() {
 			st, _, err := s.nodes[name].state(time.Second)
 			if err != nil || len(validClaims(st)) > 0 {
@@ -268,7 +269,7 @@ func TestOwnershipMultiProcess(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}))
 	time.Sleep(time.Until(stalled.Add(ownTTL + 2*time.Second))) // the stall lasts longer than the TTL
 	s.etcd.Resume()
 	s.waitStable("recovered after the etcd stall")

@@ -31,7 +31,16 @@ func init() {
 	}
 	_ = pprof.StartCPUProfile(f)
 	var once sync.Once
-	stop := func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }
+	stop := func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			if a, err := os.Create(filepath.Join(dir, fmt.Sprintf("allocs-%d.pprof", os.Getpid()))); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(a, 0)
+				a.Close()
+			}
+		})
+	}
 	time.AfterFunc(time.Duration(secs)*time.Second, stop)
 	// A shutdown signal ends the profile early (the process exits soon).
 	sig := make(chan os.Signal, 1)

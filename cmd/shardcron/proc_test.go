@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/shardcron/shardcron/internal/poll"
 )
+
+// procEvery is how often the tests here check a condition: conditions
+// start processes or read the whole cluster.
+const procEvery = 50 * time.Millisecond
 
 // binPath is the shardcron binary under test, built once by TestMain.
 var binPath string
@@ -178,15 +180,4 @@ func (b *syncBuffer) Contains(s string) bool {
 		}
 	}
 	return false
-}
-
-// eventually polls cond every 50 ms (conditions here start processes or
-// read the whole cluster) until it holds or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	d, err := poll.UntilEvery(50*time.Millisecond, timeout, poll.True(cond))
-	if err != nil {
-		t.Fatalf("timed out after %v waiting for %s", timeout, what)
-	}
-	return d
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // TestNoSecretLeaks plants marker secrets everywhere a secret enters
@@ -89,7 +90,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		return string(b)
 	}
 	var outputs = map[string]string{}
-	eventually(t, 60*time.Second, "every job has run: the header reached its target, the URL job failed, the exec job succeeded", func() bool {
+	poll.MustEvery(t, procEvery, 60*time.Second, "every job has run: the header reached its target, the URL job failed, the exec job succeeded", poll.True(func() bool {
 		mu.Lock()
 		gotHeader := len(received) > 0 && received[0] == "Bearer "+secrets["header"]
 		mu.Unlock()
@@ -97,7 +98,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		outputs["status json"] = status
 		return gotHeader && strings.Contains(status, `"name": "with-url-key"`) &&
 			strings.Count(status, `"status": "failed"`) >= 1 && strings.Count(status, `"status": "succeeded"`) >= 2
-	})
+	}))
 	outputs["status table"], _, _ = runCLI(t, env, "status")
 	outputs["export"], _, _ = runCLI(t, env, "export")
 	for _, p := range []string{"/", "/api/v1/state", "/api/v1/jobs", "/metrics", "/healthz", "/readyz"} {

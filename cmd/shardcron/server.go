@@ -1,9 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/replica"
 	"github.com/shardcron/shardcron/runner"
 )
 
@@ -83,18 +86,42 @@ func runServer(c *cobra.Command, _ []string) error {
 
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
-	err = runReplica(c.Context(), cli, replicaConfig{
-		Cluster: node.Cluster, Node: node.NodeID, HTTPAddr: node.HTTPAddr,
+	reg := newRegistry(etcdMetrics)
+	rcfg := replica.Config{
+		Cluster: node.Cluster, Node: node.NodeID,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
-		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs, Logger: log,
-		EtcdMetrics: etcdMetrics,
-		HTTPTLS:     httpTLS, HTTPGuard: guard,
+		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
 		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow},
-	})
-	if err != nil && !errors.Is(err, c.Context().Err()) {
+		Version:    version, Registry: reg, Logger: log,
+	}
+	if guard != nil {
+		reg.MustRegister(guard)
+		rcfg.WrapHTTP = guard.Wrap
+	}
+	if rcfg.Listener, err = listen(node.HTTPAddr, httpTLS); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	r, err := replica.New(cli, rcfg)
+	if err != nil {
+		rcfg.Listener.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	if err := r.Run(c.Context()); err != nil && !errors.Is(err, c.Context().Err()) {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// listen binds a replica's HTTP address, serving TLS when tlsCfg is set.
+func listen(addr string, tlsCfg *tls.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http-addr %s: %w", addr, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return ln, nil
 }
 
 // warnUnknownEnv names the SHARDCRON_* variables that are no setting: a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // SIGTERM: the contract says a replica exits 0 within the drain timeout plus
@@ -26,10 +27,10 @@ func TestSIGTERMWithinDrainTimeoutPlusOneSecond(t *testing.T) {
 	srv := startProc(t, "server", "server", "--cluster", "term", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--drain-timeout", "2s", "--shards", "4", "--jobs", jobs)
 	srv.HTTPAddr(30 * time.Second)
-	eventually(t, 30*time.Second, "a run that ignores SIGTERM in flight", func() bool {
+	poll.MustEvery(t, procEvery, 30*time.Second, "a run that ignores SIGTERM in flight", poll.True(func() bool {
 		_, err := os.Stat(started)
 		return err == nil
-	})
+	}))
 	start := time.Now()
 	srv.signal(syscall.SIGTERM)
 	code, err := srv.Wait(30 * time.Second)

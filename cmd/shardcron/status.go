@@ -4,45 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/shardcron/shardcron/cronspec"
-	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/jobstore"
-	"github.com/shardcron/shardcron/scheduler"
-	"github.com/shardcron/shardcron/shard"
+	"github.com/shardcron/shardcron/replica"
 )
-
-// statusReport is what `status` prints: ownership straight from etcd, and
-// the first jobs with their next fire and last run.
-type statusReport struct {
-	Cluster   string             `json:"cluster"`
-	Shards    int                `json:"shard_count"`
-	Unowned   int                `json:"unowned"`
-	Members   []statusMember     `json:"members"`
-	ShardSet  []shard.ShardState `json:"shards"`
-	JobsTotal int                `json:"jobs_total"`
-	Jobs      []statusJob        `json:"jobs"`
-}
-
-type statusMember struct {
-	shard.MemberState
-	Owned int `json:"owned"`
-}
-
-type statusJob struct {
-	Name    string           `json:"name"`
-	Shard   int              `json:"shard"`
-	Owner   string           `json:"owner"`
-	Next    time.Time        `json:"next_fire,omitzero"`
-	LastRun *scheduler.Entry `json:"last_run,omitempty"`
-	Suspend bool             `json:"suspend,omitempty"`
-}
 
 func newStatusCmd() *cobra.Command {
 	var (
@@ -67,51 +36,16 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			st, err := shard.ReadState(ctx, ec.cli, ec.ks)
+			rep, err := replica.ReadStatus(ctx, ec.cli, f.cluster, limit)
 			if err != nil {
 				return err
-			}
-			rep := statusReport{Cluster: f.cluster, Shards: st.Shards, Unowned: st.Unowned, ShardSet: st.ShardSet}
-			owned := map[string]int{}
-			for _, s := range st.ShardSet {
-				owned[s.Owner]++
-			}
-			for _, m := range st.Members {
-				rep.Members = append(rep.Members, statusMember{m, owned[m.Node]})
-			}
-			set, err := jobstore.Load(ctx, ec.cli, ec.ks)
-			if err != nil {
-				return err
-			}
-			rep.JobsTotal = len(set.Jobs)
-			sort.Slice(set.Jobs, func(i, j int) bool { return set.Jobs[i].Name < set.Jobs[j].Name })
-			now := time.Now()
-			var refs []shard.RecordRef
-			for _, j := range set.Jobs[:min(limit, len(set.Jobs))] {
-				s := keyspace.ShardOf(j.Name, st.Shards)
-				row := statusJob{Name: j.Name, Shard: s, Owner: st.ShardSet[s].Owner, Suspend: j.Suspend}
-				if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
-					row.Next = sch.Next(now)
-				}
-				rep.Jobs = append(rep.Jobs, row)
-				refs = append(refs, shard.RecordRef{Shard: s, Job: j.Name})
-			}
-			history, err := shard.ReadHistory(ctx, ec.cli, ec.ks, refs, 1)
-			if err != nil {
-				return err
-			}
-			for i, h := range history {
-				if len(h) > 0 {
-					h[0].Output = "" // `history JOB` shows output
-					rep.Jobs[i].LastRun = &h[0]
-				}
 			}
 			if output == "json" {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			return rep.writeTable(c.OutOrStdout())
+			return writeStatusTable(c.OutOrStdout(), rep)
 		},
 	}
 	f.bind(c)
@@ -120,7 +54,7 @@ func newStatusCmd() *cobra.Command {
 	return c
 }
 
-func (r statusReport) writeTable(w io.Writer) error {
+func writeStatusTable(w io.Writer, r replica.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "cluster %s: %d shards, %d without an owner, %d members\n\n", r.Cluster, r.Shards, r.Unowned, len(r.Members))
 	fmt.Fprintln(tw, "MEMBER\tSHARDS\tADDRESS\tSTARTED\tVERSION")
@@ -138,11 +72,12 @@ func (r statusReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "\nJOB (%d of %d)\tSHARD\tOWNER\tNEXT FIRE\tLAST RUN\n", len(r.Jobs), r.JobsTotal)
 	for _, j := range r.Jobs {
 		next := stamp(j.Next)
-		if j.Suspend {
+		if j.Suspended {
 			next = "suspended"
 		}
 		last := "-"
-		if e := j.LastRun; e != nil {
+		if n := len(j.LastRuns); n > 0 {
+			e := j.LastRuns[n-1]
 			last = strings.TrimSpace(fmt.Sprintf("%s %s by %s (token %d)", stamp(e.Tick), e.Status, e.Node, e.Token))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", j.Name, j.Shard, j.Owner, next, last)

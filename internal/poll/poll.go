@@ -44,7 +44,14 @@ func UntilEvery(interval, timeout time.Duration, cond func() error) (time.Durati
 // Must is Until that fails t, naming what it waited for.
 func Must(t testing.TB, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	d, err := Until(timeout, cond)
+	return MustEvery(t, Interval, timeout, what, cond)
+}
+
+// MustEvery is Must checking every interval, for conditions that are
+// costly to check.
+func MustEvery(t testing.TB, interval, timeout time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	d, err := UntilEvery(interval, timeout, cond)
 	if err != nil {
 		t.Fatalf("%s: not within %v: %v", what, timeout, err)
 	}

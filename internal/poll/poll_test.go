@@ -25,3 +25,11 @@ func TestUntil(t *testing.T) {
 		t.Fatalf("True(true) = %v", err)
 	}
 }
+
+func TestMustEvery(t *testing.T) {
+	n := 0
+	d := MustEvery(t, 20*time.Millisecond, time.Second, "the third check", True(func() bool { n++; return n == 3 }))
+	if n != 3 || d < 40*time.Millisecond {
+		t.Fatalf("MustEvery returned after %v and %d checks; want 3 checks, two intervals apart", d, n)
+	}
+}

@@ -1,0 +1,117 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// web is the replica's HTTP server: it serves from the start of Run, the
+// starting handler until the replica is wired, then the dashboard, and
+// stops last.
+type web struct {
+	addr    string
+	handler swapHandler
+	// stop ends the requests in flight, stops the server (closing the
+	// listener) and waits for it. Idempotent.
+	stop func()
+}
+
+// startHTTP serves Config.Listener; a failure to serve goes to errs.
+func (r *Replica) startHTTP(errs chan<- error) *web {
+	w := &web{addr: r.cfg.Listener.Addr().String()}
+	w.handler.Store(startingHandler())
+	var root http.Handler = &w.handler
+	if r.cfg.WrapHTTP != nil {
+		root = r.cfg.WrapHTTP(root)
+	}
+	// Requests (the event stream above all) end when the server stops.
+	baseCtx, endRequests := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(r.cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("http: %w", err)
+		}
+	})
+	w.stop = sync.OnceFunc(func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		endRequests()
+		_ = srv.Shutdown(shutdownCtx)
+		wg.Wait()
+	})
+	r.log.Info("http serving /healthz; the rest once etcd answers", "addr", w.addr)
+	return w
+}
+
+// dashboard is the handler of every path once the replica is wired.
+func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (http.Handler, error) {
+	reg := r.cfg.Registry
+	return dashboard.New(dashboard.Config{
+		State:   memberLeases(r.cli, mgr),
+		Jobs:    r.jobsPage(mgr, sched),
+		Ready:   mgr.Ready,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Runs:    r.jobRuns(sched),
+		Changes: changeFeed(mgr),
+	})
+}
+
+// swapHandler serves whichever handler was stored last: the starting one
+// until the replica is wired, then the dashboard.
+type swapHandler struct{ atomic.Pointer[http.Handler] }
+
+func (h *swapHandler) Store(next http.Handler) { h.Pointer.Store(&next) }
+
+func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*h.Load()).ServeHTTP(w, r)
+}
+
+// startingHandler answers while the replica waits for etcd: alive, not
+// ready, nothing else yet.
+func startingHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not ready: starting (waiting for etcd)", http.StatusServiceUnavailable)
+	})
+	return mux
+}
+
+// changeFeed serves the Manager's ownership changes to the event stream.
+func changeFeed(mgr *shard.Manager) dashboard.Feed {
+	return func(seq uint64) ([]any, uint64, <-chan struct{}) {
+		changes, last, next := mgr.Changes(seq)
+		out := make([]any, len(changes))
+		for i, c := range changes {
+			out[i] = c
+		}
+		return out, last, next
+	}
+}
+
+// memberLeases serves the state with each member's lease time left in etcd.
+func memberLeases(cli *clientv3.Client, mgr *shard.Manager) func() any {
+	lt := &leaseTimes{cli: cli}
+	return func() any {
+		st := mgr.State()
+		lt.fill(&st)
+		return st
+	}
+}

@@ -1,0 +1,135 @@
+package replica
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// JobView is one job as the jobs API (/api/v1/jobs) and `status` show it:
+// its shard with that shard's owner and token, its schedule (never a
+// target, header or environment, where secrets live), its next fire, its
+// last runs and the ticks in flight.
+type JobView struct {
+	Name     string `json:"name"`
+	Shard    int    `json:"shard"`
+	Owner    string `json:"owner"`
+	Schedule string `json:"schedule,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	Token    int64  `json:"token,omitempty"`
+	// Next is the next fire after now; zero when there is none.
+	Next      time.Time `json:"next_fire,omitzero"`
+	Suspended bool      `json:"suspended,omitempty"`
+	// LastRuns are the newest runs, oldest first, without their output
+	// (the runs endpoint shows output, not the list).
+	LastRuns []scheduler.Entry  `json:"last_runs"`
+	InFlight []scheduler.Flight `json:"in_flight,omitempty"`
+	// Error says why the job's record could not be read, if it could not.
+	Error string `json:"error,omitempty"`
+}
+
+// LastRunsShown is how many last runs a row of the jobs API carries.
+const LastRunsShown = 5
+
+// readJobs is the one query behind the jobs API and `status`: of jobs,
+// the page q selects in name order, with each job's schedule from specs,
+// its owner and token from owners, and its in-flight ticks and newest runs
+// (at most runs) read on demand from etcd (shard.ReadRecords and
+// shard.ReadHistory, a snapshot each per page), never a watch on ticks/ or
+// runs/. It returns the page and how many jobs q selects.
+func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []scheduler.JobInfo, specs map[string]*config.Job,
+	owners []shard.ShardState, q dashboard.JobsQuery, runs int) ([]JobView, int, error) {
+	if q.Search != "" || q.Shard >= 0 {
+		jobs = slices.DeleteFunc(jobs, func(j scheduler.JobInfo) bool {
+			return !strings.Contains(j.Name, q.Search) || (q.Shard >= 0 && j.Shard != q.Shard)
+		})
+	}
+	slices.SortFunc(jobs, func(a, b scheduler.JobInfo) int { return strings.Compare(a.Name, b.Name) })
+	total := len(jobs)
+	jobs = jobs[min(q.Offset, total):min(q.Offset+max(q.Limit, 0), total)]
+	rows := make([]JobView, len(jobs))
+	refs := make([]shard.RecordRef, len(jobs))
+	for i, j := range jobs {
+		rows[i] = JobView{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
+		if spec := specs[j.Name]; spec != nil {
+			rows[i].Schedule, rows[i].Timezone = spec.Schedule, spec.Timezone
+		}
+		if j.Shard < len(owners) {
+			rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
+		}
+		refs[i] = shard.RecordRef{Shard: j.Shard, Job: j.Name}
+	}
+	records, err := shard.ReadRecords(ctx, cli, ks, refs)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, b := range records {
+		if b == nil {
+			continue
+		}
+		rec, err := scheduler.DecodeRecord(b)
+		if err != nil {
+			rows[i].Error = err.Error()
+			continue
+		}
+		rows[i].InFlight = rec.InFlight
+	}
+	history, err := shard.ReadHistory(ctx, cli, ks, refs, runs)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, h := range history {
+		for j := len(h) - 1; j >= 0; j-- { // oldest first
+			h[j].Output = ""
+			rows[i].LastRuns = append(rows[i].LastRuns, h[j])
+		}
+	}
+	return rows, total, nil
+}
+
+// ReadRuns reads job's run history with output, newest first, at most
+// limit entries (limit ≤ 0: all that is stored), on demand from etcd
+// (shard.ReadHistory), so it shows runs of owners that are gone. shardNum
+// is the job's shard (keyspace.ShardOf).
+func ReadRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shardNum int, job string, limit int) ([]scheduler.Entry, error) {
+	h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: shardNum, Job: job}}, limit)
+	if err != nil {
+		return nil, err
+	}
+	if h[0] == nil {
+		return []scheduler.Entry{}, nil
+	}
+	return h[0], nil
+}
+
+// jobsPage serves the jobs API a page at a time: next fire times from the
+// scheduler (every replica knows them), owners from this replica's view
+// of ownership, schedules from the newest job set.
+func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (any, int, error) {
+	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
+		return readJobs(ctx, r.cli, r.ks, sched.Jobs(), r.jobSet.jobs(), mgr.State().ShardSet, q, LastRunsShown)
+	}
+}
+
+// jobRuns serves GET /api/v1/jobs/{name}/runs: 404 for a job the job set
+// does not hold.
+func (r *Replica) jobRuns(sched *scheduler.Scheduler) dashboard.RunsFunc {
+	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+		for _, j := range sched.Jobs() {
+			if j.Name == name {
+				runs, err := ReadRuns(ctx, r.cli, r.ks, j.Shard, j.Name, limit)
+				return runs, true, err
+			}
+		}
+		return nil, false, nil
+	}
+}

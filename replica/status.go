@@ -1,0 +1,82 @@
+package replica
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// Status is what `status` shows, read straight from etcd rather than from
+// any replica: who owns each shard, with which token and since when; how
+// many shards each member owns and how many have no owner; and the first
+// jobs in name order, each as the jobs API shows it.
+type Status struct {
+	Cluster   string             `json:"cluster"`
+	Shards    int                `json:"shard_count"`
+	Unowned   int                `json:"unowned"`
+	Members   []MemberView       `json:"members"`
+	ShardSet  []shard.ShardState `json:"shards"`
+	JobsTotal int                `json:"jobs_total"`
+	Jobs      []JobView          `json:"jobs"`
+}
+
+// MemberView is a member and how many shards it owns.
+type MemberView struct {
+	shard.MemberState
+	Owned int `json:"owned"`
+}
+
+// ReadStatus reads the Status of cluster, with at most jobs jobs and the
+// newest run of each. Next fires are computed here, from the stored job
+// set, as every replica computes them.
+func ReadStatus(ctx context.Context, cli *clientv3.Client, cluster string, jobs int) (Status, error) {
+	ks := keyspace.New(cluster)
+	st, err := shard.ReadState(ctx, cli, ks)
+	if err != nil {
+		return Status{}, err
+	}
+	out := Status{Cluster: cluster, Shards: st.Shards, Unowned: st.Unowned, ShardSet: st.ShardSet}
+	owned := map[string]int{}
+	for _, s := range st.ShardSet {
+		owned[s.Owner]++
+	}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, MemberView{m, owned[m.Node]})
+	}
+	set, err := jobstore.Load(ctx, cli, ks)
+	if err != nil {
+		return Status{}, err
+	}
+	infos, specs := storedJobs(set, st.Shards, time.Now())
+	q := dashboard.JobsQuery{Limit: jobs, Shard: -1}
+	if out.Jobs, out.JobsTotal, err = readJobs(ctx, cli, ks, infos, specs, st.ShardSet, q, 1); err != nil {
+		return Status{}, err
+	}
+	return out, nil
+}
+
+// storedJobs is the job set as the scheduler would list it: each job's
+// shard and its next fire after now (none while suspended), and the jobs
+// by name.
+func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobInfo, map[string]*config.Job) {
+	infos := make([]scheduler.JobInfo, len(set.Jobs))
+	specs := make(map[string]*config.Job, len(set.Jobs))
+	for i := range set.Jobs {
+		j := &set.Jobs[i]
+		infos[i] = scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(j.Name, shards), Suspended: j.Suspend}
+		if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
+			infos[i].Next = sch.Next(now)
+		}
+		specs[j.Name] = j
+	}
+	return infos, specs
+}

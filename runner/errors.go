@@ -1,0 +1,23 @@
+package runner
+
+import "errors"
+
+// Errors the runner reports. Run never returns an error (it reports a
+// scheduler.Result); these appear in New, Validate and Register, wrapped
+// in log records, and (ErrExecRefused) in a refused run's Detail.
+var (
+	// ErrInvalidConfig: a Config field is out of range.
+	ErrInvalidConfig = errors.New("runner: invalid config")
+	// ErrClosed: the Runner was closed.
+	ErrClosed = errors.New("runner: closed")
+	// ErrFunc: an in-process handler name is empty, unknown or taken.
+	ErrFunc = errors.New("runner: func")
+	// ErrNoSupervisor: an exec job was run without Config.Supervisor.
+	ErrNoSupervisor = errors.New("runner: no supervisor configured for exec jobs")
+	// ErrNoDeadlineInstant: an exec job's run carries a Deadline that is not
+	// a scheduler.DeadlineAt. The supervisor needs the safe deadline as an
+	// instant; one derived from Remaining() could be stretched by a stall.
+	ErrNoDeadlineInstant = errors.New("runner: exec needs the safe deadline as an instant (scheduler.DeadlineAt)")
+	// ErrExecRefused: an exec job's program is not allowed on this replica.
+	ErrExecRefused = errors.New("runner: exec refused by this replica's policy")
+)
