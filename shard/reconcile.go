@@ -12,7 +12,10 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// Worker results.
+// result is a worker's outcome, which the loop applies on its goroutine.
+// The set is closed; these are all of it.
+type result interface{ apply(l *loop) }
+
 type (
 	acquireDone struct {
 		shard int
@@ -29,6 +32,10 @@ type (
 		err  error
 	}
 )
+
+func (r acquireDone) apply(l *loop) { l.acquireEnded(r) }
+func (r drainDone) apply(l *loop)   { l.drainEnded(r) }
+func (r releaseDone) apply(l *loop) { l.releaseEnded(r) }
 
 // reconcile compares the desired assignment with what is held and starts
 // what closes the gap. It is level-triggered: it looks only at the current
@@ -244,57 +251,62 @@ func (l *loop) assignment(names []string) rebalance.Assignment {
 	return a
 }
 
-// handle applies a worker's result.
-func (l *loop) handle(r any) {
-	switch r := r.(type) {
-	case acquireDone:
-		delete(l.acquiring, r.shard)
-		if r.err != nil {
-			if !errors.Is(r.err, lease.ErrHeld) && !errors.Is(r.err, errUnconfirmed) && l.sess.Context().Err() == nil {
-				l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
-			}
-			l.retryAt[r.shard] = time.Now().Add(l.retry())
-			return
+// acquireEnded moves a granted shard on to active, or schedules the retry
+// of a failed acquisition.
+func (l *loop) acquireEnded(r acquireDone) {
+	delete(l.acquiring, r.shard)
+	if r.err != nil {
+		if !errors.Is(r.err, lease.ErrHeld) && !errors.Is(r.err, errUnconfirmed) && l.sess.Context().Err() == nil {
+			l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
 		}
-		delete(l.retryAt, r.shard)
-		l.m.mu.Lock()
-		if r.h.phase == granting {
-			r.h.phase = active
+		l.retryAt[r.shard] = time.Now().Add(l.retry())
+		return
+	}
+	delete(l.retryAt, r.shard)
+	l.m.mu.Lock()
+	if r.h.phase == granting {
+		r.h.phase = active
+	}
+	l.m.mu.Unlock()
+}
+
+// drainEnded ends the Grant of a drained shard and queues its release.
+func (l *loop) drainEnded(r drainDone) {
+	// The scheduler stopped firing: end the Grant before the release,
+	// so no instant sees this Grant live while a successor holds one.
+	r.h.cancel(scheduler.ErrShardLost)
+	l.m.mu.Lock()
+	r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
+	l.m.mu.Unlock()
+}
+
+// releaseEnded forgets the released shards and schedules the retry of the
+// ones whose release failed.
+func (l *loop) releaseEnded(r releaseDone) {
+	l.releasing = false
+	l.m.mu.Lock()
+	failed := 0
+	for i, h := range r.hs {
+		err := r.err
+		if r.errs != nil {
+			err = r.errs[i]
 		}
-		l.m.mu.Unlock()
-	case drainDone:
-		// The scheduler stopped firing: end the Grant before the release,
-		// so no instant sees this Grant live while a successor holds one.
-		r.h.cancel(scheduler.ErrShardLost)
-		l.m.mu.Lock()
-		r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
-		l.m.mu.Unlock()
-	case releaseDone:
-		l.releasing = false
-		l.m.mu.Lock()
-		failed := 0
-		for i, h := range r.hs {
-			err := r.err
-			if r.errs != nil {
-				err = r.errs[i]
+		if err == nil || errors.Is(err, lease.ErrNotHeld) {
+			if l.m.held[h.tok.Shard] == h {
+				delete(l.m.held, h.tok.Shard)
 			}
-			if err == nil || errors.Is(err, lease.ErrNotHeld) {
-				if l.m.held[h.tok.Shard] == h {
-					delete(l.m.held, h.tok.Shard)
-				}
-				l.released[h.tok.Shard] = h.tok.Generation
-				l.m.met.released.Inc()
-				l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
-				continue
-			}
-			failed++
+			l.released[h.tok.Shard] = h.tok.Generation
+			l.m.met.released.Inc()
+			l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
+			continue
 		}
-		l.m.mu.Unlock()
-		if failed > 0 {
-			l.relRetry = time.Now().Add(l.retry())
-			if l.sess.Context().Err() == nil {
-				l.m.log.Warn("release failed; retrying", "shards", failed, "err", r.err)
-			}
+		failed++
+	}
+	l.m.mu.Unlock()
+	if failed > 0 {
+		l.relRetry = time.Now().Add(l.retry())
+		if l.sess.Context().Err() == nil {
+			l.m.log.Warn("release failed; retrying", "shards", failed, "err", r.err)
 		}
 	}
 }
