@@ -35,8 +35,9 @@ type ownedShard struct {
 	// runs and no writes left: Drain waits for it.
 	idle       chan struct{}
 	idleClosed bool
-	stopWatch  func() bool // stops the loss watcher
-	watching   bool
+	// unwatch is closed by Run (stopWatch) to end the loss watcher; nil
+	// once closed.
+	unwatch chan struct{}
 }
 
 // check is the synchronous guard before every Commit and every run start.
@@ -140,11 +141,15 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	s.shards[g.Shard] = sh
 	s.all[sh] = struct{}{}
 	s.owned[g.Shard].Store(true)
-	s.wg.Add(1)
-	sh.watching = true
-	sh.stopWatch = context.AfterFunc(g.Lost, func() {
-		defer s.wg.Done()
-		s.send(lostEvent{sh})
+	// The loss watcher reports g.Lost to Run, until the shard is idle.
+	unwatch := make(chan struct{})
+	sh.unwatch = unwatch
+	s.wg.Go(func() {
+		select {
+		case <-g.Lost.Done():
+			s.send(lostEvent{sh})
+		case <-unwatch:
+		}
 	})
 
 	var entries []*jobEntry
@@ -285,10 +290,8 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 }
 
 func (s *Scheduler) stopWatch(sh *ownedShard) {
-	if sh.watching {
-		sh.watching = false
-		if sh.stopWatch() {
-			s.wg.Done()
-		}
+	if sh.unwatch != nil {
+		close(sh.unwatch)
+		sh.unwatch = nil
 	}
 }
