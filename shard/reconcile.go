@@ -99,14 +99,12 @@ func (l *loop) reconcile(now time.Time) {
 	l.m.mu.Unlock()
 
 	for _, h := range drain {
-		l.wg.Add(1)
-		go l.drain(h)
+		l.wg.Go(func() { l.drain(h) })
 	}
 	if len(release) > 0 && !l.releasing {
 		l.releasing = true
 		l.relRetry = time.Time{}
-		l.wg.Add(1)
-		go l.release(release)
+		l.wg.Go(func() { l.release(release) })
 	}
 	l.m.met.owned.Set(float64(held))
 	l.publish()
@@ -130,8 +128,7 @@ func (l *loop) reconcile(now time.Time) {
 				// whose reply was lost (a timeout after etcd applied it).
 				// The generation is the one that Acquire produced.
 				l.acquiring[s] = true
-				l.wg.Add(1)
-				go l.adopt(s, sv)
+				l.wg.Go(func() { l.adopt(s, sv) })
 			}
 			continue
 		}
@@ -154,8 +151,7 @@ func (l *loop) reconcile(now time.Time) {
 		if rank > 0 {
 			orphanOf = l.ref(a.Owner(s))
 		}
-		l.wg.Add(1)
-		go l.acquire(s, orphanOf)
+		l.wg.Go(func() { l.acquire(s, orphanOf) })
 	}
 }
 
@@ -314,7 +310,6 @@ func (l *loop) releaseEnded(r releaseDone) {
 // drain stops the shard in the Handler, bounded by the drain timeout, and
 // ended at once by the session's loss.
 func (l *loop) drain(h *holding) {
-	defer l.wg.Done()
 	ctx, cancel := context.WithTimeout(l.lostCtx, l.m.cfg.DrainTimeout)
 	stoppedAt := l.m.h.Drain(ctx, h.tok.Shard)
 	cancel()
@@ -327,7 +322,6 @@ func (l *loop) drain(h *holding) {
 // release sends one batched Release for hs (whose Grants are already
 // ended).
 func (l *loop) release(hs []*holding) {
-	defer l.wg.Done()
 	rs := make([]lease.Release, len(hs))
 	for i, h := range hs {
 		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.stoppedAt}
