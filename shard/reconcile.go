@@ -39,15 +39,30 @@ func (r releaseDone) apply(l *loop) { l.releaseEnded(r) }
 
 // reconcile compares the desired assignment with what is held and starts
 // what closes the gap. It is level-triggered: it looks only at the current
-// view and holdings, never at what changed.
+// view and holdings, never at what changed. Its phases: advance the
+// holdings, start drains and releases, start acquisitions.
 func (l *loop) reconcile(now time.Time) {
-	me := l.m.cfg.Node
 	names, settle := l.counted(now)
 	a := l.assignment(names)
 	l.wakeAt = settle
 
+	drain, release, isHeld := l.advanceHoldings(a, now)
+	l.startStops(drain, release)
+	l.m.met.owned.Set(float64(len(isHeld)))
+	l.publish()
+	if l.stopping || !slices.Contains(names, l.m.cfg.Node) {
+		return // not counted yet (settling), or leaving: acquire nothing
+	}
+	l.startAcquisitions(a, isHeld, now)
+}
+
+// advanceHoldings moves each holding on by the view and the assignment:
+// it ends Grants whose key is gone, forgets lost shards, and returns the
+// holdings to drain and to release, and the shards held.
+func (l *loop) advanceHoldings(a rebalance.Assignment, now time.Time) (drain, release []*holding, isHeld map[int]bool) {
+	me := l.m.cfg.Node
 	l.m.mu.Lock()
-	var drain, release []*holding
+	defer l.m.mu.Unlock()
 	for s, h := range l.m.held {
 		switch h.phase {
 		case granting, draining:
@@ -91,13 +106,16 @@ func (l *loop) reconcile(now time.Time) {
 			}
 		}
 	}
-	held := len(l.m.held)
-	isHeld := make(map[int]bool, held)
+	isHeld = make(map[int]bool, len(l.m.held))
 	for s := range l.m.held {
 		isHeld[s] = true
 	}
-	l.m.mu.Unlock()
+	return drain, release, isHeld
+}
 
+// startStops starts a drain per holding in drain and, unless one is in
+// flight, one batched release of release.
+func (l *loop) startStops(drain, release []*holding) {
 	for _, h := range drain {
 		l.wg.Go(func() { l.drain(h) })
 	}
@@ -106,11 +124,13 @@ func (l *loop) reconcile(now time.Time) {
 		l.relRetry = time.Time{}
 		l.wg.Go(func() { l.release(release) })
 	}
-	l.m.met.owned.Set(float64(held))
-	l.publish()
-	if l.stopping || !slices.Contains(names, me) {
-		return // not counted yet (settling), or leaving: acquire nothing
-	}
+}
+
+// startAcquisitions starts acquiring the free shards this node should take:
+// those desired here, orphans whose turn has come for this node's rank, and
+// keys an Acquire with a lost reply left on this session's lease.
+func (l *loop) startAcquisitions(a rebalance.Assignment, isHeld map[int]bool, now time.Time) {
+	me := l.m.cfg.Node
 	for s := range l.m.meta.Shards {
 		if len(l.acquiring) >= l.m.cfg.AcquireParallelism {
 			return // the next result brings another pass
