@@ -141,16 +141,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	s.shards[g.Shard] = sh
 	s.all[sh] = struct{}{}
 	s.owned[g.Shard].Store(true)
-	// The loss watcher reports g.Lost to Run, until the shard is idle.
-	unwatch := make(chan struct{})
-	sh.unwatch = unwatch
-	s.wg.Go(func() {
-		select {
-		case <-g.Lost.Done():
-			s.send(lostEvent{sh})
-		case <-unwatch:
-		}
-	})
+	s.watchLoss(sh)
 
 	var entries []*jobEntry
 	if s.cur != nil {
@@ -287,6 +278,20 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 	}
 	s.stopWatch(sh)
 	delete(s.all, sh)
+}
+
+// watchLoss starts the shard's loss watcher: it reports g.Lost to Run, or
+// ends when stopWatch closes unwatch (the shard is idle, or Run ends).
+func (s *Scheduler) watchLoss(sh *ownedShard) {
+	lost, unwatch := sh.g.Lost, make(chan struct{})
+	sh.unwatch = unwatch
+	s.wg.Go(func() {
+		select {
+		case <-lost.Done():
+			s.send(lostEvent{sh})
+		case <-unwatch:
+		}
+	})
 }
 
 func (s *Scheduler) stopWatch(sh *ownedShard) {
