@@ -62,7 +62,7 @@ type Scheduler struct {
 	// one call; the Store splits by etcd's limits). Benchmarks set 1 to
 	// measure claims without batching.
 	batchLimit int
-	wg         sync.WaitGroup // runs, commits, loss watchers
+	wg         sync.WaitGroup // every goroutine Run starts (wg.Go); joined by shutdown
 }
 
 // New returns a Scheduler; cfg's zero fields take their defaults.
