@@ -39,11 +39,22 @@ type backlog struct {
 //     recorded as skipped.
 //
 // skip and run_once find the latest missed tick directly; run_all runs at
-// most MaxCatchUpRuns, made one at a time.
+// most MaxCatchUpRuns, made one at a time. In two phases: re-run the ticks in
+// flight, then apply the misfire policy and queue the handoff ticks.
 func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	if rec.parked {
 		return
 	}
+	s.reclaimInFlight(rec, now, rel)
+	if rec.e.job.Suspend {
+		return // fire nothing now
+	}
+	s.catchUpMissed(rec, now, rel)
+}
+
+// reclaimInFlight queues the ticks in flight under an older token to run
+// again: a tick not yet due at its own time, the others now.
+func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 	for _, f := range rec.committed.InFlight {
 		if f.Token >= rec.sh.g.Token {
 			continue
@@ -56,10 +67,13 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 			s.enqueue(w)
 		}
 	}
+}
+
+// catchUpMissed decides the ticks missed since the job last claimed one:
+// the misfire policy up to a release's stopped_at (or now), every handoff
+// tick after it.
+func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 	job := rec.e.job
-	if job.Suspend {
-		return // fire nothing now
-	}
 	// No tick at or before Since (the job did not exist) or Resumed (the
 	// job was suspended) ever runs.
 	base := rec.committed.LastClaimed

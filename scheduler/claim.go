@@ -114,8 +114,8 @@ func (s *Scheduler) flush() {
 	}
 	for len(batch) > 0 {
 		n := min(step, len(batch))
-		s.wg.Add(1)
-		go s.commit(s.ctx, batch[:n:n])
+		ctx, b := s.ctx, batch[:n:n]
+		s.wg.Go(func() { s.commit(ctx, b) })
 		batch = batch[n:]
 	}
 }
@@ -205,7 +205,6 @@ func (s *Scheduler) pending(rec *jobRec, ops []op, want Record, val []byte) *pen
 // checked right before the call; a write whose shard fails the check is
 // not sent.
 func (s *Scheduler) commit(ctx context.Context, batch []*pendingWrite) {
-	defer s.wg.Done()
 	res := make([]WriteResult, len(batch))
 	writes := make([]Write, 0, len(batch))
 	idx := make([]int, 0, len(batch))

@@ -60,12 +60,10 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 	if len(d.ws) == 0 {
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		d.errs = s.history.AppendHistory(s.ctx, s.cfg.HistoryLen, d.ws)
 		s.send(d)
-	}()
+	})
 }
 
 // historyWritten ends a flush: entries whose write failed for a passing

@@ -35,8 +35,9 @@ type ownedShard struct {
 	// runs and no writes left: Drain waits for it.
 	idle       chan struct{}
 	idleClosed bool
-	stopWatch  func() bool // stops the loss watcher
-	watching   bool
+	// unwatch is closed by Run (stopWatch) to end the loss watcher; nil
+	// once closed.
+	unwatch chan struct{}
 }
 
 // check is the synchronous guard before every Commit and every run start.
@@ -140,12 +141,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	s.shards[g.Shard] = sh
 	s.all[sh] = struct{}{}
 	s.owned[g.Shard].Store(true)
-	s.wg.Add(1)
-	sh.watching = true
-	sh.stopWatch = context.AfterFunc(g.Lost, func() {
-		defer s.wg.Done()
-		s.send(lostEvent{sh})
-	})
+	s.watchLoss(sh)
 
 	var entries []*jobEntry
 	if s.cur != nil {
@@ -284,11 +280,23 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 	delete(s.all, sh)
 }
 
-func (s *Scheduler) stopWatch(sh *ownedShard) {
-	if sh.watching {
-		sh.watching = false
-		if sh.stopWatch() {
-			s.wg.Done()
+// watchLoss starts the shard's loss watcher: it reports g.Lost to Run, or
+// ends when stopWatch closes unwatch (the shard is idle, or Run ends).
+func (s *Scheduler) watchLoss(sh *ownedShard) {
+	lost, unwatch := sh.g.Lost, make(chan struct{})
+	sh.unwatch = unwatch
+	s.wg.Go(func() {
+		select {
+		case <-lost.Done():
+			s.send(lostEvent{sh})
+		case <-unwatch:
 		}
+	})
+}
+
+func (s *Scheduler) stopWatch(sh *ownedShard) {
+	if sh.unwatch != nil {
+		close(sh.unwatch)
+		sh.unwatch = nil
 	}
 }

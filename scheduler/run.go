@@ -41,8 +41,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 		s.m.reruns.Inc()
 	}
 	s.m.started(now.Sub(tick))
-	s.wg.Add(1)
-	go s.execute(r, Run{
+	spec := Run{
 		Cluster:  s.cfg.Cluster,
 		Node:     s.cfg.Node,
 		Job:      rec.e.job,
@@ -51,7 +50,8 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,
 		Deadline: newRunDeadline(rec.sh.g),
-	})
+	}
+	s.wg.Go(func() { s.execute(r, spec) })
 }
 
 // runningAt reports whether an ordinary run of the job that is still going
@@ -129,7 +129,6 @@ func (d runDeadlineAt) Deadline() time.Duration {
 // before the Runner is called: after a pause this goroutine may run before
 // any loss has been noticed.
 func (s *Scheduler) execute(r *run, spec Run) {
-	defer s.wg.Done()
 	defer r.cancel(nil)
 	d := runDone{r: r, start: time.Now()}
 	if err := r.sh.check(); err != nil {

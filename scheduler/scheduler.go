@@ -36,8 +36,8 @@ type Scheduler struct {
 	table       atomic.Pointer[table] // the newest job set
 	jobsChanged chan struct{}         // buffered 1; SetJobs signals Run
 	owned       []atomic.Bool         // by shard; for Jobs()
-	reqs        chan any              // Acquired and Drain requests; Run receives
-	events      chan any              // runs, commits, loss watchers report; Run receives
+	reqs        chan request          // Acquired and Drain hand to Run; never closed
+	events      chan event            // what Run's goroutines report; never closed
 	quit        chan struct{}         // closed by Run when its loop has ended
 	started     atomic.Bool
 
@@ -65,7 +65,7 @@ type Scheduler struct {
 	// one call; the Store splits by etcd's limits). Benchmarks set 1 to
 	// measure claims without batching.
 	batchLimit int
-	wg         sync.WaitGroup // runs, commits, loss watchers
+	wg         sync.WaitGroup // every goroutine Run starts (wg.Go); joined by shutdown
 }
 
 // New returns a Scheduler; cfg's zero fields take their defaults.
@@ -89,8 +89,8 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		m:           m,
 		jobsChanged: make(chan struct{}, 1),
 		owned:       make([]atomic.Bool, cfg.Shards),
-		reqs:        make(chan any),
-		events:      make(chan any, 64),
+		reqs:        make(chan request),
+		events:      make(chan event, 64),
 		quit:        make(chan struct{}),
 		shards:      make(map[int]*ownedShard),
 		all:         make(map[*ownedShard]struct{}),
@@ -137,14 +137,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.shutdown()
 			return nil
 		case r := <-s.reqs:
-			s.handleRequest(r)
+			r.serve(s)
 		case ev := <-s.events:
-			s.handleEvent(ev)
+			ev.apply(s)
 			// Take what else has arrived, so its writes share one Commit.
 			for more := true; more; {
 				select {
 				case ev := <-s.events:
-					s.handleEvent(ev)
+					ev.apply(s)
 				default:
 					more = false
 				}
@@ -156,30 +156,26 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-func (s *Scheduler) handleRequest(r any) {
-	switch r := r.(type) {
-	case acquireReq:
-		s.acquire(r.g, time.Now())
-		close(r.done)
-	case drainReq:
-		r.reply <- s.drain(r.shard, time.Now())
-	}
+// request is a call of Acquired or Drain, handed to Run, which serves it
+// on its own goroutine. The set is closed; these are all of it.
+type request interface{ serve(s *Scheduler) }
+
+func (r acquireReq) serve(s *Scheduler) {
+	s.acquire(r.g, time.Now())
+	close(r.done)
 }
 
-func (s *Scheduler) handleEvent(ev any) {
-	switch ev := ev.(type) {
-	case lostEvent:
-		s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost))
-	case runDone:
-		s.runEnded(ev)
-	case commitDone:
-		s.committed(ev, time.Now())
-	case loadDone:
-		s.loaded(ev)
-	case historyDone:
-		s.historyWritten(ev)
-	}
-}
+func (r drainReq) serve(s *Scheduler) { r.reply <- s.drain(r.shard, time.Now()) }
+
+// event is what a goroutine Run started reports back to it; Run applies
+// it on its own goroutine. The set is closed; these are all of it.
+type event interface{ apply(s *Scheduler) }
+
+func (ev lostEvent) apply(s *Scheduler)   { s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost)) }
+func (ev runDone) apply(s *Scheduler)     { s.runEnded(ev) }
+func (ev commitDone) apply(s *Scheduler)  { s.committed(ev, time.Now()) }
+func (ev loadDone) apply(s *Scheduler)    { s.loaded(ev) }
+func (ev historyDone) apply(s *Scheduler) { s.historyWritten(ev) }
 
 // step does what is due at now: claims ahead, fires due ticks, retries
 // writes, dispatches waiting ticks and sends the writes that are due.
@@ -231,7 +227,7 @@ func (s *Scheduler) shutdown() {
 }
 
 // send delivers an event to Run, or drops it once Run has ended.
-func (s *Scheduler) send(ev any) {
+func (s *Scheduler) send(ev event) {
 	select {
 	case s.events <- ev:
 	case <-s.quit:

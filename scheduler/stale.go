@@ -28,9 +28,7 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
 	sh, name, logArgs := rec.sh, rec.e.job.Name, rec.logArgs() // rec is Run's
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		d := loadDone{rec: rec, pw: pw}
 		// An unknown outcome is retried while the safe deadline allows,
 		// like a write's: parking the job would leave its ticks unrun for
@@ -56,7 +54,7 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 			break
 		}
 		s.send(d)
-	}()
+	})
 }
 
 // loaded merges a re-read record with the changes of the refused write: a

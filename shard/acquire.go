@@ -16,7 +16,6 @@ import (
 
 // acquire takes shard s, reads its checkpoint and hands it to the Handler.
 func (l *loop) acquire(s int, orphanOf memberRef) {
-	defer l.wg.Done()
 	ctx := l.sess.Context()
 	actx, cancel := context.WithTimeout(ctx, l.sess.TTL()/3)
 	acquired := time.Now().UTC()
@@ -38,7 +37,6 @@ func (l *loop) acquire(s int, orphanOf memberRef) {
 // shard s created on this session's lease. A linearizable read confirms
 // it before the shard is granted under the key's generation.
 func (l *loop) adopt(s int, sv shardView) {
-	defer l.wg.Done()
 	ctx, cancel := context.WithTimeout(l.sess.Context(), l.sess.TTL()/3)
 	resp, err := l.m.cli.Get(ctx, l.m.ks.Shard(s))
 	cancel()

@@ -26,9 +26,9 @@ type loop struct {
 	lostCancel context.CancelCauseFunc
 	stopAfter  func() bool
 
-	// results carries worker outcomes to the loop. Workers send with a
-	// select on quit, which end closes before joining them (wg).
-	results chan any
+	// results carries worker outcomes to the loop; never closed. Workers
+	// send with a select on quit, which end closes before joining them (wg).
+	results chan result
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
@@ -54,7 +54,7 @@ func newLoop(m *Manager, sess *lease.Session) *loop {
 		m:         m,
 		sess:      sess,
 		v:         newView(),
-		results:   make(chan any, 64),
+		results:   make(chan result, 64),
 		quit:      make(chan struct{}),
 		acquiring: map[int]bool{},
 		retryAt:   map[int]time.Time{},
@@ -82,7 +82,7 @@ func (l *loop) end() {
 }
 
 // send delivers a worker's result unless the loop has ended.
-func (l *loop) send(r any) {
+func (l *loop) send(r result) {
 	select {
 	case l.results <- r:
 	case <-l.quit:
@@ -133,7 +133,7 @@ func (l *loop) run(ctx context.Context) error {
 		case <-wake.C:
 		case <-l.m.poke:
 		case r := <-l.results:
-			l.handle(r)
+			r.apply(l)
 		}
 		l.coalesce()
 	}
@@ -146,7 +146,7 @@ func (l *loop) coalesce() {
 	for range 1024 {
 		select {
 		case r := <-l.results:
-			l.handle(r)
+			r.apply(l)
 		case resp, ok := <-l.wch:
 			l.watched(resp, ok)
 		default:

@@ -182,8 +182,7 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 		}
 		// Lost: revoke the old lease in the background (always safe: this
 		// node no longer acts under it) and start a new session at once.
-		m.bg.Add(1)
-		go func() { defer m.bg.Done(); sess.Close() }()
+		m.bg.Go(sess.Close)
 	}
 	return nil
 }

@@ -12,7 +12,10 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// Worker results.
+// result is a worker's outcome, which the loop applies on its goroutine.
+// The set is closed; these are all of it.
+type result interface{ apply(l *loop) }
+
 type (
 	acquireDone struct {
 		shard int
@@ -30,17 +33,36 @@ type (
 	}
 )
 
+func (r acquireDone) apply(l *loop) { l.acquireEnded(r) }
+func (r drainDone) apply(l *loop)   { l.drainEnded(r) }
+func (r releaseDone) apply(l *loop) { l.releaseEnded(r) }
+
 // reconcile compares the desired assignment with what is held and starts
 // what closes the gap. It is level-triggered: it looks only at the current
-// view and holdings, never at what changed.
+// view and holdings, never at what changed. Its phases: advance the
+// holdings, start drains and releases, start acquisitions.
 func (l *loop) reconcile(now time.Time) {
-	me := l.m.cfg.Node
 	names, settle := l.counted(now)
 	a := l.assignment(names)
 	l.wakeAt = settle
 
+	drain, release, isHeld := l.advanceHoldings(a, now)
+	l.startStops(drain, release)
+	l.m.met.owned.Set(float64(len(isHeld)))
+	l.publish()
+	if l.stopping || !slices.Contains(names, l.m.cfg.Node) {
+		return // not counted yet (settling), or leaving: acquire nothing
+	}
+	l.startAcquisitions(a, isHeld, now)
+}
+
+// advanceHoldings moves each holding on by the view and the assignment:
+// it ends Grants whose key is gone, forgets lost shards, and returns the
+// holdings to drain and to release, and the shards held.
+func (l *loop) advanceHoldings(a rebalance.Assignment, now time.Time) (drain, release []*holding, isHeld map[int]bool) {
+	me := l.m.cfg.Node
 	l.m.mu.Lock()
-	var drain, release []*holding
+	defer l.m.mu.Unlock()
 	for s, h := range l.m.held {
 		switch h.phase {
 		case granting, draining:
@@ -84,28 +106,31 @@ func (l *loop) reconcile(now time.Time) {
 			}
 		}
 	}
-	held := len(l.m.held)
-	isHeld := make(map[int]bool, held)
+	isHeld = make(map[int]bool, len(l.m.held))
 	for s := range l.m.held {
 		isHeld[s] = true
 	}
-	l.m.mu.Unlock()
+	return drain, release, isHeld
+}
 
+// startStops starts a drain per holding in drain and, unless one is in
+// flight, one batched release of release.
+func (l *loop) startStops(drain, release []*holding) {
 	for _, h := range drain {
-		l.wg.Add(1)
-		go l.drain(h)
+		l.wg.Go(func() { l.drain(h) })
 	}
 	if len(release) > 0 && !l.releasing {
 		l.releasing = true
 		l.relRetry = time.Time{}
-		l.wg.Add(1)
-		go l.release(release)
+		l.wg.Go(func() { l.release(release) })
 	}
-	l.m.met.owned.Set(float64(held))
-	l.publish()
-	if l.stopping || !slices.Contains(names, me) {
-		return // not counted yet (settling), or leaving: acquire nothing
-	}
+}
+
+// startAcquisitions starts acquiring the free shards this node should take:
+// those desired here, orphans whose turn has come for this node's rank, and
+// keys an Acquire with a lost reply left on this session's lease.
+func (l *loop) startAcquisitions(a rebalance.Assignment, isHeld map[int]bool, now time.Time) {
+	me := l.m.cfg.Node
 	for s := range l.m.meta.Shards {
 		if len(l.acquiring) >= l.m.cfg.AcquireParallelism {
 			return // the next result brings another pass
@@ -123,8 +148,7 @@ func (l *loop) reconcile(now time.Time) {
 				// whose reply was lost (a timeout after etcd applied it).
 				// The generation is the one that Acquire produced.
 				l.acquiring[s] = true
-				l.wg.Add(1)
-				go l.adopt(s, sv)
+				l.wg.Go(func() { l.adopt(s, sv) })
 			}
 			continue
 		}
@@ -147,8 +171,7 @@ func (l *loop) reconcile(now time.Time) {
 		if rank > 0 {
 			orphanOf = l.ref(a.Owner(s))
 		}
-		l.wg.Add(1)
-		go l.acquire(s, orphanOf)
+		l.wg.Go(func() { l.acquire(s, orphanOf) })
 	}
 }
 
@@ -244,57 +267,62 @@ func (l *loop) assignment(names []string) rebalance.Assignment {
 	return a
 }
 
-// handle applies a worker's result.
-func (l *loop) handle(r any) {
-	switch r := r.(type) {
-	case acquireDone:
-		delete(l.acquiring, r.shard)
-		if r.err != nil {
-			if !errors.Is(r.err, lease.ErrHeld) && !errors.Is(r.err, errUnconfirmed) && l.sess.Context().Err() == nil {
-				l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
-			}
-			l.retryAt[r.shard] = time.Now().Add(l.retry())
-			return
+// acquireEnded moves a granted shard on to active, or schedules the retry
+// of a failed acquisition.
+func (l *loop) acquireEnded(r acquireDone) {
+	delete(l.acquiring, r.shard)
+	if r.err != nil {
+		if !errors.Is(r.err, lease.ErrHeld) && !errors.Is(r.err, errUnconfirmed) && l.sess.Context().Err() == nil {
+			l.m.log.Warn("acquire failed; retrying", "shard", r.shard, "err", r.err)
 		}
-		delete(l.retryAt, r.shard)
-		l.m.mu.Lock()
-		if r.h.phase == granting {
-			r.h.phase = active
+		l.retryAt[r.shard] = time.Now().Add(l.retry())
+		return
+	}
+	delete(l.retryAt, r.shard)
+	l.m.mu.Lock()
+	if r.h.phase == granting {
+		r.h.phase = active
+	}
+	l.m.mu.Unlock()
+}
+
+// drainEnded ends the Grant of a drained shard and queues its release.
+func (l *loop) drainEnded(r drainDone) {
+	// The scheduler stopped firing: end the Grant before the release,
+	// so no instant sees this Grant live while a successor holds one.
+	r.h.cancel(scheduler.ErrShardLost)
+	l.m.mu.Lock()
+	r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
+	l.m.mu.Unlock()
+}
+
+// releaseEnded forgets the released shards and schedules the retry of the
+// ones whose release failed.
+func (l *loop) releaseEnded(r releaseDone) {
+	l.releasing = false
+	l.m.mu.Lock()
+	failed := 0
+	for i, h := range r.hs {
+		err := r.err
+		if r.errs != nil {
+			err = r.errs[i]
 		}
-		l.m.mu.Unlock()
-	case drainDone:
-		// The scheduler stopped firing: end the Grant before the release,
-		// so no instant sees this Grant live while a successor holds one.
-		r.h.cancel(scheduler.ErrShardLost)
-		l.m.mu.Lock()
-		r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
-		l.m.mu.Unlock()
-	case releaseDone:
-		l.releasing = false
-		l.m.mu.Lock()
-		failed := 0
-		for i, h := range r.hs {
-			err := r.err
-			if r.errs != nil {
-				err = r.errs[i]
+		if err == nil || errors.Is(err, lease.ErrNotHeld) {
+			if l.m.held[h.tok.Shard] == h {
+				delete(l.m.held, h.tok.Shard)
 			}
-			if err == nil || errors.Is(err, lease.ErrNotHeld) {
-				if l.m.held[h.tok.Shard] == h {
-					delete(l.m.held, h.tok.Shard)
-				}
-				l.released[h.tok.Shard] = h.tok.Generation
-				l.m.met.released.Inc()
-				l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
-				continue
-			}
-			failed++
+			l.released[h.tok.Shard] = h.tok.Generation
+			l.m.met.released.Inc()
+			l.m.log.Debug("released", "shard", h.tok.Shard, "token", h.tok.Generation, "err", err)
+			continue
 		}
-		l.m.mu.Unlock()
-		if failed > 0 {
-			l.relRetry = time.Now().Add(l.retry())
-			if l.sess.Context().Err() == nil {
-				l.m.log.Warn("release failed; retrying", "shards", failed, "err", r.err)
-			}
+		failed++
+	}
+	l.m.mu.Unlock()
+	if failed > 0 {
+		l.relRetry = time.Now().Add(l.retry())
+		if l.sess.Context().Err() == nil {
+			l.m.log.Warn("release failed; retrying", "shards", failed, "err", r.err)
 		}
 	}
 }
@@ -302,7 +330,6 @@ func (l *loop) handle(r any) {
 // drain stops the shard in the Handler, bounded by the drain timeout, and
 // ended at once by the session's loss.
 func (l *loop) drain(h *holding) {
-	defer l.wg.Done()
 	ctx, cancel := context.WithTimeout(l.lostCtx, l.m.cfg.DrainTimeout)
 	stoppedAt := l.m.h.Drain(ctx, h.tok.Shard)
 	cancel()
@@ -315,7 +342,6 @@ func (l *loop) drain(h *holding) {
 // release sends one batched Release for hs (whose Grants are already
 // ended).
 func (l *loop) release(hs []*holding) {
-	defer l.wg.Done()
 	rs := make([]lease.Release, len(hs))
 	for i, h := range hs {
 		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.stoppedAt}

@@ -77,13 +77,45 @@ func (s store) batch(writes []scheduler.Write, pending []int) (batch, rest []int
 }
 
 // txn sends one transaction for batch, fills in res, and returns the
-// writes to send again.
+// writes to send again. Its phases: filter the live writes, build the
+// transaction, send it, classify a failure.
 func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, res []scheduler.WriteResult) (retry []int) {
+	sess, live := s.live(writes, batch, res)
+	if len(live) == 0 {
+		return nil
+	}
+	if sess == nil || !sess.Valid() {
+		for _, i := range live {
+			res[i].Err = fmt.Errorf("%w: shard %d: %w", scheduler.ErrShardLost, writes[i].Shard, lease.ErrLost)
+		}
+		return nil
+	}
+	t := s.build(writes, live)
+	resp, err := s.send(ctx, sess, t)
+	if err != nil {
+		for _, i := range live {
+			res[i].Err = fmt.Errorf("%w: shard %d job %s: %w", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job, err)
+		}
+		return nil
+	}
+	if resp.Succeeded {
+		for _, i := range live {
+			if writes[i].Value != nil {
+				res[i].Rev = resp.Header.Revision
+			}
+		}
+		return nil
+	}
+	return s.classify(writes, live, t, resp, res)
+}
+
+// live refuses locally what cannot succeed, a token this node does not
+// hold live (the scheduler's view is behind), and returns the session and
+// the writes left.
+func (s store) live(writes []scheduler.Write, batch []int, res []scheduler.WriteResult) (*lease.Session, []int) {
 	m := s.m
-	// Refuse locally what cannot succeed: no session, or a token this node
-	// does not hold live (the scheduler's view is behind).
 	m.mu.Lock()
-	sess := m.sess
+	defer m.mu.Unlock()
 	var live []int
 	for _, i := range batch {
 		w := writes[i]
@@ -94,66 +126,66 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		}
 		live = append(live, i)
 	}
-	m.mu.Unlock()
-	if len(live) == 0 {
-		return nil
-	}
-	if sess == nil || !sess.Valid() {
-		for _, i := range live {
-			res[i].Err = fmt.Errorf("%w: shard %d: %w", scheduler.ErrShardLost, writes[i].Shard, lease.ErrLost)
-		}
-		return nil
-	}
+	return m.sess, live
+}
 
-	var cmps []clientv3.Cmp
-	var ops, reads []clientv3.Op
-	fence := map[int]int{} // shard -> index of its read in reads
+// txnPlan is one transaction: a fence comparison per shard and a
+// revision comparison per write; its failure branch reads every compared
+// key.
+type txnPlan struct {
+	cmps       []clientv3.Cmp
+	ops, reads []clientv3.Op
+	fence      map[int]int // shard -> index of its read in reads
+	recRead    map[int]int // write index -> index of its read
+}
+
+// build makes the transaction for the live writes.
+func (s store) build(writes []scheduler.Write, live []int) txnPlan {
+	m := s.m
+	t := txnPlan{fence: map[int]int{}, recRead: map[int]int{}}
 	for _, i := range live {
 		w := writes[i]
-		if _, ok := fence[w.Shard]; !ok {
-			fence[w.Shard] = len(reads)
+		if _, ok := t.fence[w.Shard]; !ok {
+			t.fence[w.Shard] = len(t.reads)
 			tok := lease.Token{Shard: w.Shard, Generation: w.Token}
-			cmps = append(cmps, lease.Guard(m.ks, tok))
-			reads = append(reads, clientv3.OpGet(m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
+			t.cmps = append(t.cmps, lease.Guard(m.ks, tok))
+			t.reads = append(t.reads, clientv3.OpGet(m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
 		}
 	}
-	recRead := map[int]int{} // write index -> index of its read
 	for _, i := range live {
 		w := writes[i]
 		key := m.ks.Tick(w.Shard, w.Job)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.Rev))
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.Rev))
 		if w.Value == nil {
-			ops = append(ops, clientv3.OpDelete(key))
+			t.ops = append(t.ops, clientv3.OpDelete(key))
 		} else {
-			ops = append(ops, clientv3.OpPut(key, string(w.Value)))
+			t.ops = append(t.ops, clientv3.OpPut(key, string(w.Value)))
 		}
-		recRead[i] = len(reads)
-		reads = append(reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
+		t.recRead[i] = len(t.reads)
+		t.reads = append(t.reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
 	}
+	return t
+}
 
+// send commits t, bounded by the session's safe deadline, and records the
+// RPC's outcome for Ready.
+func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clientv3.TxnResponse, error) {
 	// A write that lands after the safe deadline is unknown anyway; do not
 	// wait longer than that.
 	tctx, cancel := context.WithTimeout(ctx, max(sess.Remaining(), 0))
-	resp, err := m.cli.Txn(tctx).If(cmps...).Then(ops...).Else(reads...).Commit()
+	resp, err := s.m.cli.Txn(tctx).If(t.cmps...).Then(t.ops...).Else(t.reads...).Commit()
 	cancel()
-	if err != nil {
-		m.noteWrite(err)
-		for _, i := range live {
-			res[i].Err = fmt.Errorf("%w: shard %d job %s: %w", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job, err)
-		}
-		return nil
-	}
-	m.noteWrite(nil)
-	if resp.Succeeded {
-		for _, i := range live {
-			if writes[i].Value != nil {
-				res[i].Rev = resp.Header.Revision
-			}
-		}
-		return nil
-	}
+	s.m.noteWrite(err)
+	return resp, err
+}
+
+// classify reads a failed transaction's failure branch: writes of a shard
+// whose fence failed get ErrShardLost (and the shard's Grant ends), writes
+// whose record changed get ErrStale; the others are returned to be sent
+// again.
+func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *clientv3.TxnResponse, res []scheduler.WriteResult) (retry []int) {
 	lost := map[int]bool{}
-	for shard, j := range fence {
+	for shard, j := range t.fence {
 		kvs := resp.Responses[j].GetResponseRange().GetKvs()
 		var gen int64
 		if len(kvs) > 0 {
@@ -162,7 +194,7 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		tok := writes[firstOf(writes, live, shard)].Token
 		if gen != tok {
 			lost[shard] = true
-			m.fenceFailed(lease.Token{Shard: shard, Generation: tok}, gen)
+			s.m.fenceFailed(lease.Token{Shard: shard, Generation: tok}, gen)
 		}
 	}
 	for _, i := range live {
@@ -171,7 +203,7 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 			res[i].Err = fmt.Errorf("%w: shard %d token %d: the fence failed", scheduler.ErrShardLost, w.Shard, w.Token)
 			continue
 		}
-		kvs := resp.Responses[recRead[i]].GetResponseRange().GetKvs()
+		kvs := resp.Responses[t.recRead[i]].GetResponseRange().GetKvs()
 		var rev int64
 		if len(kvs) > 0 {
 			rev = kvs[0].ModRevision
