@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -110,11 +111,30 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 	if err := checkNames(jobs); err != nil {
 		return Diff{}, err
 	}
-	cur, err := Load(ctx, cli, ks)
+	cur, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return Diff{}, err
 	}
-	return DiffJobs(cur.Jobs, jobs), nil
+	d := DiffJobs(cur.Jobs, jobs)
+	d.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, withSince(cur.Jobs, jobs, time.Now()))
+	return d, err
+}
+
+// keptSuspended lists the jobs of next that an override suspends, read at
+// rev, for the diff an apply reports.
+func keptSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rev int64, next []config.Job) ([]string, error) {
+	st, err := loadOverrides(ctx, cli, ks, rev)
+	if err != nil || len(st.byJob) == 0 {
+		return nil, err
+	}
+	var out []string
+	for i := range next {
+		if o, ok := st.byJob[next[i].Name]; ok && o.Suspended && o.appliesTo(&next[i]) {
+			out = append(out, next[i].Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Bootstrap applies jobs only when the cluster has no job set yet (the
@@ -168,6 +188,10 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, err
 	}
 	diff := DiffJobs(cur.Jobs, jobs)
+	next := withSince(cur.Jobs, jobs, opts.Now())
+	if diff.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, next); err != nil {
+		return Result{}, err
+	}
 	if onlyIfEmpty && p.modRev != 0 {
 		return Result{Version: cur.Version, Diff: diff}, fmt.Errorf("%w: version %d is current", ErrConflict, cur.Version)
 	}
@@ -175,7 +199,6 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{Version: cur.Version, Diff: diff}, nil
 	}
 
-	next := withSince(cur.Jobs, jobs, opts.Now())
 	enc, err := encodeSet(next, opts.ChunkBytes)
 	if err != nil {
 		return Result{}, err

@@ -20,6 +20,10 @@ type Diff struct {
 	Removed   []string // in current only, sorted
 	Changed   []string // in both, with a different definition, sorted
 	Unchanged int      // in both, identical
+	// Suspended lists the jobs of next that an override (`shardcron
+	// suspend`) keeps suspended whatever the file says, sorted. They are
+	// not changes: the apply keeps them as they are.
+	Suspended []string
 }
 
 // Empty reports whether the two sets hold the same jobs.
@@ -37,6 +41,9 @@ func (d Diff) String() string {
 	}
 	for _, n := range d.Removed {
 		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	for _, n := range d.Suspended {
+		fmt.Fprintf(&b, "= %s: suspended by `shardcron suspend`, kept (`shardcron resume %s` lifts it)\n", n, n)
 	}
 	if d.Empty() {
 		fmt.Fprintf(&b, "no changes (%d jobs unchanged)\n", d.Unchanged)
