@@ -82,7 +82,7 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
-		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {
+		if jobs, err = config.LoadJobsWith(o.jobsFile, jobsOptions); err != nil {
 			return err
 		}
 	}

@@ -188,6 +188,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Runs:    jobRuns(cli, ks, sched),
 		Changes: changeFeed(mgr),
+		Suspend: suspendRoute(cli, ks, log),
 	})
 	if err != nil {
 		return err

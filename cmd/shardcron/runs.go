@@ -2,32 +2,65 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/control"
+	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
-	"github.com/shardcron/shardcron/shard"
 )
 
-// jobRuns serves GET /api/v1/jobs/{name}/runs: the job's run history with
-// output, newest first, read on demand from etcd (shard.ReadHistory), so it
-// shows runs of owners that are gone.
-func jobRuns(cli *clientv3.Client, ks keyspace.Space, sched *scheduler.Scheduler) func(context.Context, string, int) (any, bool, error) {
-	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+// The operator actions the HTTP API serves, through package control, the
+// same functions the CLI's commands call.
+
+// jobRuns serves GET /api/v1/jobs/{name}/runs: control.History, with the
+// job's shard from the job set this replica holds (no etcd read for it).
+func jobRuns(cli *clientv3.Client, ks keyspace.Space, sched *scheduler.Scheduler) dashboard.RunsFunc {
+	loc := func(_ context.Context, name string) (int, bool, error) {
 		for _, j := range sched.Jobs() {
-			if j.Name != name {
-				continue
+			if j.Name == name {
+				return j.Shard, true, nil
 			}
-			h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: j.Shard, Job: j.Name}}, limit)
-			if err != nil {
-				return nil, true, err
-			}
-			if h[0] == nil {
-				return []scheduler.Entry{}, true, nil
-			}
-			return h[0], true, nil
 		}
-		return nil, false, nil
+		return 0, false, nil
 	}
+	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+		res, err := control.History(ctx, cli, ks, loc, name, limit)
+		if errors.Is(err, control.ErrNotFound) {
+			return nil, false, nil
+		}
+		return res, err == nil, err
+	}
+}
+
+// suspendRoute serves POST /api/v1/jobs/{name}/suspend and /resume.
+func suspendRoute(cli *clientv3.Client, ks keyspace.Space, log *slog.Logger) dashboard.SuspendFunc {
+	return func(ctx context.Context, name string, suspend bool) (any, error) {
+		res, err := control.SetSuspended(ctx, cli, ks, name, suspend, "http")
+		if err != nil {
+			return nil, httpError(err)
+		}
+		if res.Changed {
+			log.Info("job suspend or resume over HTTP", "job", name, "action", res.Action, "suspended", res.Suspended, "revision", res.Revision)
+		}
+		return res, nil
+	}
+}
+
+// httpError maps control's sentinels to the dashboard's, which choose the
+// status.
+func httpError(err error) error {
+	switch {
+	case errors.Is(err, control.ErrNotFound):
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	case errors.Is(err, control.ErrConflict):
+		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
+	case errors.Is(err, control.ErrInvalid):
+		return fmt.Errorf("%w: %w", dashboard.ErrBadRequest, err)
+	}
+	return err
 }

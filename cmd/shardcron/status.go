@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -36,86 +35,80 @@ type statusMember struct {
 }
 
 type statusJob struct {
-	Name    string           `json:"name"`
-	Shard   int              `json:"shard"`
-	Owner   string           `json:"owner"`
-	Next    time.Time        `json:"next_fire,omitzero"`
-	LastRun *scheduler.Entry `json:"last_run,omitempty"`
-	Suspend bool             `json:"suspend,omitempty"`
+	Name      string           `json:"name"`
+	Shard     int              `json:"shard"`
+	Owner     string           `json:"owner"`
+	Next      time.Time        `json:"next_fire,omitzero"`
+	LastRun   *scheduler.Entry `json:"last_run,omitempty"`
+	Suspended bool             `json:"suspended,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		output string
-		limit  int
+		f     clusterFlags
+		limit int
 	)
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show shard ownership, members and jobs",
 		Long:  "Status reads the cluster's state straight from etcd: who owns each shard, with which token and since when; how many shards each member owns and how many have no owner; and the jobs with their shard, owner, next fire and last run.",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return usageError{fmt.Errorf("--output %q: want table or json", output)}
+	}
+	o := bindOutput(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		if limit < 0 {
+			return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
+		}
+		ctx, done, ec, err := f.connect(c)
+		if err != nil {
+			return err
+		}
+		defer done()
+		st, err := shard.ReadState(ctx, ec.cli, ec.ks)
+		if err != nil {
+			return err
+		}
+		rep := statusReport{Cluster: f.cluster, Shards: st.Shards, Unowned: st.Unowned, ShardSet: st.ShardSet}
+		owned := map[string]int{}
+		for _, s := range st.ShardSet {
+			owned[s.Owner]++
+		}
+		for _, m := range st.Members {
+			rep.Members = append(rep.Members, statusMember{m, owned[m.Node]})
+		}
+		set, err := jobstore.LoadEffective(ctx, ec.cli, ec.ks)
+		if err != nil {
+			return err
+		}
+		rep.JobsTotal = len(set.Jobs)
+		sort.Slice(set.Jobs, func(i, j int) bool { return set.Jobs[i].Name < set.Jobs[j].Name })
+		now := time.Now()
+		var refs []shard.RecordRef
+		for _, j := range set.Jobs[:min(limit, len(set.Jobs))] {
+			s := keyspace.ShardOf(j.Name, st.Shards)
+			row := statusJob{Name: j.Name, Shard: s, Owner: st.ShardSet[s].Owner, Suspended: j.Suspend}
+			if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
+				row.Next = sch.Next(now)
 			}
-			if limit < 0 {
-				return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
+			rep.Jobs = append(rep.Jobs, row)
+			refs = append(refs, shard.RecordRef{Shard: s, Job: j.Name})
+		}
+		history, err := shard.ReadHistory(ctx, ec.cli, ec.ks, refs, 1)
+		if err != nil {
+			return err
+		}
+		for i, h := range history {
+			if len(h) > 0 {
+				h[0].Output = "" // `history JOB` shows output
+				rep.Jobs[i].LastRun = &h[0]
 			}
-			ctx, done, ec, err := f.connect(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := shard.ReadState(ctx, ec.cli, ec.ks)
-			if err != nil {
-				return err
-			}
-			rep := statusReport{Cluster: f.cluster, Shards: st.Shards, Unowned: st.Unowned, ShardSet: st.ShardSet}
-			owned := map[string]int{}
-			for _, s := range st.ShardSet {
-				owned[s.Owner]++
-			}
-			for _, m := range st.Members {
-				rep.Members = append(rep.Members, statusMember{m, owned[m.Node]})
-			}
-			set, err := jobstore.Load(ctx, ec.cli, ec.ks)
-			if err != nil {
-				return err
-			}
-			rep.JobsTotal = len(set.Jobs)
-			sort.Slice(set.Jobs, func(i, j int) bool { return set.Jobs[i].Name < set.Jobs[j].Name })
-			now := time.Now()
-			var refs []shard.RecordRef
-			for _, j := range set.Jobs[:min(limit, len(set.Jobs))] {
-				s := keyspace.ShardOf(j.Name, st.Shards)
-				row := statusJob{Name: j.Name, Shard: s, Owner: st.ShardSet[s].Owner, Suspend: j.Suspend}
-				if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
-					row.Next = sch.Next(now)
-				}
-				rep.Jobs = append(rep.Jobs, row)
-				refs = append(refs, shard.RecordRef{Shard: s, Job: j.Name})
-			}
-			history, err := shard.ReadHistory(ctx, ec.cli, ec.ks, refs, 1)
-			if err != nil {
-				return err
-			}
-			for i, h := range history {
-				if len(h) > 0 {
-					h[0].Output = "" // `history JOB` shows output
-					rep.Jobs[i].LastRun = &h[0]
-				}
-			}
-			if output == "json" {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			return rep.writeTable(c.OutOrStdout())
-		},
+		}
+		return o.write(c.OutOrStdout(), rep, rep.writeTable)
 	}
 	f.bind(c)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	c.Flags().IntVar(&limit, "limit", 100, "show at most this many jobs, in name order")
 	return c
 }
@@ -138,7 +131,7 @@ func (r statusReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "\nJOB (%d of %d)\tSHARD\tOWNER\tNEXT FIRE\tLAST RUN\n", len(r.Jobs), r.JobsTotal)
 	for _, j := range r.Jobs {
 		next := stamp(j.Next)
-		if j.Suspend {
+		if j.Suspended {
 			next = "suspended"
 		}
 		last := "-"
