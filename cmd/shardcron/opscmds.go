@@ -69,14 +69,13 @@ func suspendLine(r control.SuspendResult) string {
 	if r.Suspended {
 		state = "suspended (by " + strings.Join(r.SuspendedBy, " and ") + ")"
 	}
-	verb := map[string]string{"suspend": "suspended", "resume": "resumed"}[r.Action]
-	if !r.Changed {
+	switch {
+	case !r.Changed:
 		return fmt.Sprintf("%s: unchanged, %s", r.Job, state)
+	case r.Action == "resume":
+		return fmt.Sprintf("%s: resumed at %s; ticks due while suspended do not run", r.Job, stamp(r.Resumed))
 	}
-	if r.Action == "resume" {
-		return fmt.Sprintf("%s: %s at %s; ticks due while suspended do not run", r.Job, verb, stamp(r.Resumed))
-	}
-	return fmt.Sprintf("%s: %s; %s", r.Job, verb, state)
+	return fmt.Sprintf("%s: %s", r.Job, state)
 }
 
 func newHistoryCmd() *cobra.Command {
