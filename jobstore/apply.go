@@ -116,21 +116,27 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 		return Diff{}, err
 	}
 	d := DiffJobs(cur.Jobs, jobs)
-	d.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, withSince(cur.Jobs, jobs, time.Now()))
+	d.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, cur.Jobs, jobs)
 	return d, err
 }
 
 // keptSuspended lists the jobs of next that an override suspends, read at
-// rev, for the diff an apply reports.
-func keptSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rev int64, next []config.Job) ([]string, error) {
+// rev, for the diff an apply reports. Only jobs already in current can
+// have one (a job new to the set gets a new Since, which no override
+// carries).
+func keptSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rev int64, current, next []config.Job) ([]string, error) {
 	st, err := loadOverrides(ctx, cli, ks, rev)
 	if err != nil || len(st.byJob) == 0 {
 		return nil, err
 	}
-	var out []string
+	inNext := make(map[string]bool, len(next))
 	for i := range next {
-		if o, ok := st.byJob[next[i].Name]; ok && o.Suspended && o.appliesTo(&next[i]) {
-			out = append(out, next[i].Name)
+		inNext[next[i].Name] = true
+	}
+	var out []string
+	for i := range current {
+		if o, ok := st.byJob[current[i].Name]; ok && o.Suspended && o.appliesTo(&current[i]) && inNext[current[i].Name] {
+			out = append(out, current[i].Name)
 		}
 	}
 	slices.Sort(out)
@@ -188,8 +194,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, err
 	}
 	diff := DiffJobs(cur.Jobs, jobs)
-	next := withSince(cur.Jobs, jobs, opts.Now())
-	if diff.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, next); err != nil {
+	if diff.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, cur.Jobs, jobs); err != nil {
 		return Result{}, err
 	}
 	if onlyIfEmpty && p.modRev != 0 {
@@ -199,6 +204,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{Version: cur.Version, Diff: diff}, nil
 	}
 
+	next := withSince(cur.Jobs, jobs, opts.Now())
 	enc, err := encodeSet(next, opts.ChunkBytes)
 	if err != nil {
 		return Result{}, err

@@ -61,7 +61,7 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 	for _, o := range opts {
 		o(&cfg)
 	}
-	last := int64(-1)
+	last := delivered{rev: -1}
 	backoff := watchBackoffMin
 	for {
 		err := watchOnce(ctx, cli, ks, fn, &last)
@@ -96,7 +96,14 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 // effective set if new, then follows the pointer and the overrides in one
 // watch range until the watch fails; it always returns an error (ctx's
 // when done).
-func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), last *int64) error {
+// delivered is what Watch last handed to fn: its revision, and what a
+// listing compares to tell whether anything changed since.
+type delivered struct {
+	rev, version, ovRev int64
+	ovN                 int
+}
+
+func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), last *delivered) error {
 	base, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return err
@@ -110,15 +117,19 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 	// increase however often the watch lists again. Without a set, only
 	// the first empty set is delivered.
 	deliver := func(rev int64) {
-		if rev <= *last || (base.Version == 0 && *last >= 0) {
+		if rev <= last.rev || (base.Version == 0 && last.rev >= 0) {
 			return
 		}
-		*last = rev
+		*last = delivered{rev: rev, version: base.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
 		set := Effective(base, ovs.byJob)
 		set.Revision = rev
 		fn(set)
 	}
-	deliver(p.readRev)
+	// A listing after a watch failure delivers only what changed meanwhile
+	// (a deleted override lowers the count), not the same set again.
+	if (delivered{last.rev, base.Version, ovs.maxRev, len(ovs.byJob)}) != *last || last.rev < 0 {
+		deliver(p.readRev)
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel() // ends the etcd watch on every return
 	for resp := range cli.Watch(wctx, ks.JobsCurrent(), clientv3.WithRange(ks.JobsWatchEnd()), clientv3.WithRev(p.readRev+1)) {
