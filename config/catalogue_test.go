@@ -14,7 +14,7 @@ import (
 	"github.com/shardcron/shardcron/cronspec"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/bad/*.err from the current messages")
+var update = flag.Bool("update", false, "rewrite the golden files: testdata/bad/*.err from the current messages, jobs.schema.json from the Go types")
 
 // TestBadFiles is the catalogue of rejected jobs files: each
 // testdata/bad/NAME.yaml must fail with exactly the text of NAME.err (every

@@ -112,7 +112,25 @@ type ExecTarget struct {
 // space (0 for a set read from a file).
 type JobSet struct {
 	Version int64
-	Jobs    []Job
+	// Revision is the etcd revision of the newest change the set reflects:
+	// the flip to Version, or a later suspend or resume override (package
+	// jobstore). 0 for a set read from a file or loaded without overrides.
+	// Of two sets of one cluster, the one with the larger (Revision,
+	// Version) is the newer.
+	Revision int64
+	Jobs     []Job
+	// FileSuspend holds, for each job an override suspends, its Suspend in
+	// the applied set (what the jobs file says), which the job's Suspend in
+	// Jobs overrides. Nil when no override suspends a job.
+	FileSuspend map[string]bool
+}
+
+// NewerThan reports whether s is a newer set of the same cluster than o.
+func (s JobSet) NewerThan(o JobSet) bool {
+	if s.Revision != o.Revision {
+		return s.Revision > o.Revision
+	}
+	return s.Version > o.Version
 }
 
 // Duration is a time.Duration written as "30s" in YAML and JSON.

@@ -21,13 +21,25 @@ var (
 	execFields = []string{"command", "dir"}
 )
 
+// JobsOptions tunes ParseJobsWith to the program that reads the file.
+type JobsOptions struct {
+	// HasFunc reports whether the program has an in-process function
+	// registered under name; a func: job naming another is an error (it
+	// would fail every run). Nil accepts every name: a program that embeds
+	// shardcron may read files meant for other programs.
+	HasFunc func(name string) bool
+}
+
 // LoadJobs reads and parses the jobs file at path; see ParseJobs.
-func LoadJobs(path string) ([]Job, error) {
+func LoadJobs(path string) ([]Job, error) { return LoadJobsWith(path, JobsOptions{}) }
+
+// LoadJobsWith is LoadJobs with options.
+func LoadJobsWith(path string, o JobsOptions) ([]Job, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, fileError(path, err)
 	}
-	return ParseJobs(path, data)
+	return ParseJobsWith(path, data, o)
 }
 
 // ParseJobs parses a jobs file (filename only labels the messages), checks
@@ -35,6 +47,11 @@ func LoadJobs(path string) ([]Job, error) {
 // order, or nil and an Errors listing every problem found, each as
 // "file:line: job "name": field "f": message". Nothing is returned half-way.
 func ParseJobs(filename string, data []byte) ([]Job, error) {
+	return ParseJobsWith(filename, data, JobsOptions{})
+}
+
+// ParseJobsWith is ParseJobs with options.
+func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	c := &collector{file: filename}
 	root := parseDoc(c, data)
 	if len(c.errs) > 0 {
@@ -93,6 +110,9 @@ func ParseJobs(filename string, data []byte) ([]Job, error) {
 					d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: msg, Err: cause})
 				}
 			})
+			if j.Func != "" && o.HasFunc != nil && !o.HasFunc(j.Func) && !d.failedUnder("func") {
+				d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
+			}
 		}
 		if first, dup := names[j.Name]; dup && j.Name != "" {
 			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})

@@ -27,6 +27,9 @@ type Config struct {
 	// Changes feeds /api/v1/events; nil serves 404 there (the page then
 	// polls the state API instead).
 	Changes Feed
+	// Suspend serves POST /api/v1/jobs/{name}/suspend and /resume (ops.go);
+	// nil serves 404.
+	Suspend SuspendFunc
 }
 
 // Feed returns the ownership changes recorded after seq, oldest first, the
@@ -52,10 +55,44 @@ const (
 
 // New returns the handler for every path of the contract.
 func New(cfg Config) (http.Handler, error) {
+	mux, err := newMux(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mux, nil
+}
+
+// Routes lists the patterns New registers for cfg ("GET /api/v1/state"),
+// in registration order: what the OpenAPI document must describe.
+func Routes(cfg Config) ([]string, error) {
+	mux, err := newMux(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mux.patterns, nil
+}
+
+// routeMux is a ServeMux that remembers its patterns, so that Routes and
+// the OpenAPI check see every route however it was added.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func newMux(cfg Config) (*routeMux, error) {
 	if cfg.State == nil || cfg.Jobs == nil || cfg.Ready == nil {
 		return nil, errors.New("dashboard: State, Jobs and Ready are required")
 	}
-	mux := http.NewServeMux()
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -91,6 +128,11 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Changes != nil {
 		mux.Handle("GET /api/v1/events", &events{state: cfg.State, feed: cfg.Changes})
 	}
+	if cfg.Suspend != nil {
+		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", suspendHandler(cfg.Suspend, true))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", suspendHandler(cfg.Suspend, false))
+	}
+	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /{$}", servePage)
 	return mux, nil
 }

@@ -14,7 +14,9 @@ const (
 )
 
 // RunsFunc returns a job's run history, newest first, at most limit runs,
-// with output; found is false when the cluster has no such job.
+// with output, as the whole response body (control.HistoryResult, which
+// `shardcron history -o json` prints too); found is false when the cluster
+// has no such job.
 type RunsFunc func(ctx context.Context, job string, limit int) (runs any, found bool, err error)
 
 // runsHandler serves GET /api/v1/jobs/{name}/runs: read on demand, never
@@ -38,7 +40,7 @@ func runsHandler(runs RunsFunc) http.HandlerFunc {
 		case !found:
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no job %q", name)})
 		default:
-			writeJSON(w, http.StatusOK, map[string]any{"job": name, "limit": limit, "runs": page})
+			writeJSON(w, http.StatusOK, page)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -111,11 +112,36 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 	if err := checkNames(jobs); err != nil {
 		return Diff{}, err
 	}
-	cur, err := Load(ctx, cli, ks)
+	cur, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return Diff{}, err
 	}
-	return DiffJobs(cur.Jobs, jobs), nil
+	d := DiffJobs(cur.Jobs, jobs)
+	d.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, cur.Jobs, jobs)
+	return d, err
+}
+
+// keptSuspended lists the jobs of next that an override suspends, read at
+// rev, for the diff an apply reports. Only jobs already in current can
+// have one (a job new to the set gets a new Since, which no override
+// carries).
+func keptSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rev int64, current, next []config.Job) ([]string, error) {
+	st, err := loadOverrides(ctx, cli, ks, rev)
+	if err != nil || len(st.byJob) == 0 {
+		return nil, err
+	}
+	inNext := make(map[string]bool, len(next))
+	for i := range next {
+		inNext[next[i].Name] = true
+	}
+	var out []string
+	for i := range current {
+		if o, ok := st.byJob[current[i].Name]; ok && o.Suspended && o.appliesTo(&current[i]) && inNext[current[i].Name] {
+			out = append(out, current[i].Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Bootstrap applies jobs only when the cluster has no job set yet (the
@@ -169,6 +195,9 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, err
 	}
 	diff := DiffJobs(cur.Jobs, jobs)
+	if diff.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, cur.Jobs, jobs); err != nil {
+		return Result{}, err
+	}
 	if onlyIfEmpty && p.modRev != 0 {
 		return Result{Version: cur.Version, Diff: diff}, fmt.Errorf("%w: version %d is current", ErrConflict, cur.Version)
 	}

@@ -16,10 +16,14 @@ import (
 // not part of a job's definition: two jobs that differ only in Since are
 // unchanged, and the order of jobs in a set does not matter.
 type Diff struct {
-	Added     []string // in next only, sorted
-	Removed   []string // in current only, sorted
-	Changed   []string // in both, with a different definition, sorted
-	Unchanged int      // in both, identical
+	Added     []string `json:"added"`     // in next only, sorted
+	Removed   []string `json:"removed"`   // in current only, sorted
+	Changed   []string `json:"changed"`   // in both, with a different definition, sorted
+	Unchanged int      `json:"unchanged"` // in both, identical
+	// Suspended lists the jobs of next that an override (`shardcron
+	// suspend`) keeps suspended whatever the file says, sorted. They are
+	// not changes: the apply keeps them as they are.
+	Suspended []string `json:"kept_suspended"`
 }
 
 // Empty reports whether the two sets hold the same jobs.
@@ -37,6 +41,9 @@ func (d Diff) String() string {
 	}
 	for _, n := range d.Removed {
 		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	for _, n := range d.Suspended {
+		fmt.Fprintf(&b, "= %s: suspended by `shardcron suspend`, kept (`shardcron resume %s` lifts it)\n", n, n)
 	}
 	if d.Empty() {
 		fmt.Fprintf(&b, "no changes (%d jobs unchanged)\n", d.Unchanged)

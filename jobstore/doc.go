@@ -9,7 +9,36 @@
 //	                                 JSON {"format":1,"jobs":[...]}, each at
 //	                                 most ApplyOptions.ChunkBytes uncompressed
 //	jobs/current                     the pointer: {format, version, chunks,
-//	                                 jobs, digest}; the only key replicas watch
+//	                                 jobs, digest}
+//	jobs/overrides/<job>             the job's override (suspend, resume):
+//	                                 {format, suspended, changed, resumed,
+//	                                 job_since}; apply never writes it
+//
+// Replicas watch one range, jobs/current and jobs/overrides/
+// (keyspace.JobsWatchEnd), never the chunks.
+//
+// # Overrides
+//
+// `shardcron suspend JOB` and `resume JOB` (SetSuspended) write only the
+// job's override, so they touch no other job and need no jobs file. The set
+// replicas run is the effective one (Effective): a job is suspended when
+// its applied definition says suspend: true or its override says suspended;
+// its Resumed is the later of the two layers', so, as for an applied
+// resume, no owner runs a tick that came due while either layer held it.
+// An apply leaves overrides alone whatever the file says (the file cannot
+// lift `shardcron suspend`; its diff lists the jobs kept suspended), resume
+// cannot lift the file's suspend: true (ErrSuspendedByFile), and an apply
+// that removes a job deletes its override with its records. An override
+// carries the Since of the job it was written for and applies to no later
+// job of that name.
+//
+// Rolling upgrade: a replica of a release before overrides reads only
+// jobs/current, so it does not see `shardcron suspend`: a job suspended that
+// way keeps firing on the shards such a replica owns until the upgrade
+// ends. Finish the upgrade before suspending a job this way, or suspend it
+// in the jobs file (suspend: true) and apply, which every release honours.
+// An older release's apply does not collect overrides of jobs it removes;
+// the next apply by this release does, and meanwhile they apply to nothing.
 //
 // # Invariants
 //

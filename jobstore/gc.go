@@ -16,7 +16,7 @@ const ticksPerScan = 10000
 // collect runs after a successful flip to version (at revision flipRev):
 // it deletes every lower version, then the checkpoint records and the run
 // history of the jobs that are no longer in next, found by keys-only scans
-// of ticks/ and runs/.
+// of ticks/ and runs/, and the overrides of those jobs.
 func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, opts ApplyOptions) error {
 	// Versions are zero-padded, so one range covers every lower one: the
 	// superseded sets and the orphans of failed or crashed applies, none of
@@ -40,7 +40,31 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 	if err != nil {
 		return err
 	}
-	return deleteTicks(ctx, cli, ks, flipRev, append(ops, runs...), opts)
+	ovs, err := strayOverrides(ctx, cli, ks, flipRev, next)
+	if err != nil {
+		return err
+	}
+	return deleteTicks(ctx, cli, ks, flipRev, append(append(ops, runs...), ovs...), opts)
+}
+
+// strayOverrides returns a delete for every override, read at rev, whose
+// job is not in next or is a later job of the same name (another Since).
+func strayOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rev int64, next []config.Job) ([]clientv3.Op, error) {
+	st, err := loadOverrides(ctx, cli, ks, rev)
+	if err != nil || len(st.byJob) == 0 {
+		return nil, err
+	}
+	byName := make(map[string]*config.Job, len(next))
+	for i := range next {
+		byName[next[i].Name] = &next[i]
+	}
+	var ops []clientv3.Op
+	for name, o := range st.byJob {
+		if j := byName[name]; j == nil || !o.appliesTo(j) {
+			ops = append(ops, clientv3.OpDelete(ks.JobOverride(name)))
+		}
+	}
+	return ops, nil
 }
 
 // strayTicks lists the checkpoint records whose job is not in next, by a

@@ -1,8 +1,10 @@
 // Package replica is one replica's lifetime: it builds the runner, the
 // shard Manager, the scheduler, the job-set watch and the HTTP surface,
 // starts them in order, and stops them in the reverse order. It also owns
-// the read models the API and the CLI share (JobView, ReadStatus,
-// ReadRuns), so `status` and /api/v1/jobs show a job the same way.
+// the jobs read model the API and the CLI share (JobView, ReadStatus), so
+// `status` and /api/v1/jobs show a job the same way; run history and the
+// other operator actions are package control's, for the CLI and the API
+// alike.
 //
 // New checks the Config and builds what needs no etcd; it starts nothing.
 // Run owns every lifetime, once:

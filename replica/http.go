@@ -67,6 +67,7 @@ func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (htt
 		Ready:   mgr.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Runs:    r.jobRuns(sched),
+		Suspend: r.suspendRoute(),
 		Changes: changeFeed(mgr),
 	})
 }

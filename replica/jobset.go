@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,18 @@ func (m *jobSetMetrics) follow(next func(config.JobSet)) func(config.JobSet) {
 		m.version.Set(float64(set.Version))
 		m.size.Set(float64(len(set.Jobs)))
 		if m.bootstrap != nil {
-			d := jobstore.DiffJobs(set.Jobs, m.bootstrap)
+			// Drift is what an apply of --jobs would change: the applied
+			// set, without `shardcron suspend`, which no apply changes.
+			applied := set.Jobs
+			if len(set.FileSuspend) > 0 {
+				applied = slices.Clone(set.Jobs)
+				for i := range applied {
+					if fs, ok := set.FileSuspend[applied[i].Name]; ok {
+						applied[i].Suspend = fs
+					}
+				}
+			}
+			d := jobstore.DiffJobs(applied, m.bootstrap)
 			m.drift.Set(float64(len(d.Added) + len(d.Removed) + len(d.Changed)))
 		}
 	}

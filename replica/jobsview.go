@@ -96,40 +96,11 @@ func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs
 	return rows, total, nil
 }
 
-// ReadRuns reads job's run history with output, newest first, at most
-// limit entries (limit ≤ 0: all that is stored), on demand from etcd
-// (shard.ReadHistory), so it shows runs of owners that are gone. shardNum
-// is the job's shard (keyspace.ShardOf).
-func ReadRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shardNum int, job string, limit int) ([]scheduler.Entry, error) {
-	h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: shardNum, Job: job}}, limit)
-	if err != nil {
-		return nil, err
-	}
-	if h[0] == nil {
-		return []scheduler.Entry{}, nil
-	}
-	return h[0], nil
-}
-
 // jobsPage serves the jobs API a page at a time: next fire times from the
 // scheduler (every replica knows them), owners from this replica's view
 // of ownership, schedules from the newest job set.
 func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (any, int, error) {
 	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
 		return readJobs(ctx, r.cli, r.ks, sched.Jobs(), r.jobSet.jobs(), mgr.State().ShardSet, q, LastRunsShown)
-	}
-}
-
-// jobRuns serves GET /api/v1/jobs/{name}/runs: 404 for a job the job set
-// does not hold.
-func (r *Replica) jobRuns(sched *scheduler.Scheduler) dashboard.RunsFunc {
-	return func(ctx context.Context, name string, limit int) (any, bool, error) {
-		for _, j := range sched.Jobs() {
-			if j.Name == name {
-				runs, err := ReadRuns(ctx, r.cli, r.ks, j.Shard, j.Name, limit)
-				return runs, true, err
-			}
-		}
-		return nil, false, nil
 	}
 }

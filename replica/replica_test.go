@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/poll"
@@ -128,8 +129,8 @@ func TestRunServesThenLeavesInOrder(t *testing.T) {
 		s.Schedule != api.Schedule || s.Timezone != api.Timezone || len(s.LastRuns) != 1 || s.Next.IsZero() {
 		t.Errorf("status row %+v differs from the API's %+v", s, api)
 	}
-	if runs, err := ReadRuns(ctx, cli, r.ks, api.Shard, "ping", 1); err != nil || len(runs) != 1 || runs[0].Status != "succeeded" {
-		t.Errorf("ReadRuns = %+v, %v", runs, err)
+	if h, err := control.History(ctx, cli, r.ks, control.EtcdLocator(cli, r.ks), "ping", 1); err != nil || len(h.Runs) != 1 || h.Runs[0].Status != "succeeded" {
+		t.Errorf("control.History = %+v, %v", h, err)
 	}
 
 	cancel()

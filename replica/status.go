@@ -52,7 +52,7 @@ func ReadStatus(ctx context.Context, cli *clientv3.Client, cluster string, jobs 
 	for _, m := range st.Members {
 		out.Members = append(out.Members, MemberView{m, owned[m.Node]})
 	}
-	set, err := jobstore.Load(ctx, cli, ks)
+	set, err := jobstore.LoadEffective(ctx, cli, ks) // with suspend overrides
 	if err != nil {
 		return Status{}, err
 	}

@@ -38,6 +38,7 @@ type jobEntry struct {
 // table is one version of the job set, as every replica holds it.
 type table struct {
 	version int64
+	rev     int64 // the set's Revision: suspend and resume overrides change it, not version
 	byName  map[string]*jobEntry
 	sorted  []*jobEntry   // by name
 	byShard [][]*jobEntry // index: shard
@@ -51,6 +52,7 @@ type schedKey struct{ spec, tz string }
 func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *slog.Logger) *table {
 	t := &table{
 		version: set.Version,
+		rev:     set.Revision,
 		byName:  make(map[string]*jobEntry, len(set.Jobs)),
 		sorted:  make([]*jobEntry, 0, len(set.Jobs)),
 		byShard: make([][]*jobEntry, shards),
@@ -110,8 +112,8 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// SetJobs installs a job set. A set whose Version is not newer than the
-// current one is ignored. It parses every schedule and computes every job's
+// SetJobs installs a job set. A set that is not newer than the current one
+// (config.JobSet.NewerThan) is ignored. It parses every schedule and computes every job's
 // next tick (owned or not) in the caller's goroutine, then hands the table
 // to Run, which re-plans changed jobs of owned shards, starts new ones and
 // stops removed ones. It never blocks on Run.
@@ -119,13 +121,13 @@ func (s *Scheduler) SetJobs(set config.JobSet) {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	cur := s.table.Load()
-	if cur != nil && set.Version <= cur.version {
-		s.log.Debug("job set ignored: not newer", "version", set.Version, "current", cur.version)
+	if cur != nil && !set.NewerThan(config.JobSet{Version: cur.version, Revision: cur.rev}) {
+		s.log.Debug("job set ignored: not newer", "version", set.Version, "revision", set.Revision, "current", cur.version)
 		return
 	}
 	t := buildTable(set, cur, s.cfg.Shards, time.Now(), s.log)
 	s.table.Store(t)
-	s.log.Info("job set installed", "version", t.version, "jobs", len(t.sorted))
+	s.log.Info("job set installed", "version", t.version, "revision", t.rev, "jobs", len(t.sorted))
 	select {
 	case s.jobsChanged <- struct{}{}:
 	default: // Run has a signal pending already; it reads the latest table.

@@ -27,7 +27,7 @@ type Change struct {
 	// owner (released, lost).
 	Node string `json:"node"`
 	// Token is the new owner's generation (acquired) or the former one's.
-	Token int64 `json:"generation,omitempty"`
+	Token int64 `json:"token,omitempty"`
 	// Cause says why: for acquired, "handoff" (after a release), "takeover"
 	// (after a loss) or "free" (the shard had no owner this node saw); for
 	// lost, "lease ended" (the owner's lease expired or was revoked with

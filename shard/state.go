@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -66,8 +67,11 @@ type ShardState struct {
 	Shard int `json:"shard"`
 	// Owner is the node holding the shard's lease; "" when free.
 	Owner string `json:"owner"`
-	// Token is the holder's generation (fencing token); 0 when free.
-	Token int64 `json:"generation"`
+	// Token is the holder's generation (fencing token); 0 when free. Its
+	// JSON carries it twice: as token, the name every other field of the
+	// API and CLI uses, and as generation, the name DESIGN.md gives it in
+	// /api/v1/state, kept for clients that read it (MarshalJSON).
+	Token int64 `json:"token"`
 	// Since is when the holder acquired it.
 	Since time.Time `json:"since,omitzero"`
 	// Desired is the owner the assignment wants.
@@ -75,6 +79,15 @@ type ShardState struct {
 	// Mine: this node holds it under a token its own Acquire returned and
 	// its Grant is live.
 	Mine bool `json:"mine"`
+}
+
+// MarshalJSON writes the shard with its token also under "generation".
+func (s ShardState) MarshalJSON() ([]byte, error) {
+	type plain ShardState
+	return json.Marshal(struct {
+		plain
+		Generation int64 `json:"generation"`
+	}{plain(s), s.Token})
 }
 
 // State returns a snapshot of ownership as this node sees it.

@@ -61,7 +61,7 @@ func TestBadInputExitsNonZeroNamingFileLineField(t *testing.T) {
 		{[]string{"server", "--no-such-flag"}, []string{"unknown flag: --no-such-flag"}},
 		{[]string{"server", "--etcd-endpoints", "http://127.0.0.1:1", "--lease-ttl", "4s", "--lease-margin", "3s"}, []string{"margin"}},
 		{[]string{"apply", "-f", bad, "--etcd-endpoints", "http://127.0.0.1:1"}, []string{bad + ":5"}},
-		{[]string{"status", "--output", "yaml", "--etcd-endpoints", "http://127.0.0.1:1"}, []string{"--output"}},
+		{[]string{"status", "--output", "xml", "--etcd-endpoints", "http://127.0.0.1:1"}, []string{"--output"}},
 		{[]string{"dev", "--shards", "0"}, []string{"--shards 0"}},
 		{[]string{"dev", "--lease-ttl", "1s"}, []string{"--lease-ttl"}},
 	} {

@@ -190,7 +190,7 @@ func (o *devOptions) check() (lease.Config, []config.Job, error) {
 	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
-		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {
+		if jobs, err = config.LoadJobsWith(o.jobsFile, jobsOptions); err != nil {
 			return lc, nil, err
 		}
 	}

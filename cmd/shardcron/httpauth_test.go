@@ -108,6 +108,8 @@ func TestHTTPTLSAndTokens(t *testing.T) {
 		{"GET", "/api/v1/jobs", operateTok, 200},
 		{"POST", "/api/v1/jobs/anything/trigger", readTok, 403},
 		{"POST", "/api/v1/jobs/anything/suspend", "", 401},
+		{"POST", "/api/v1/jobs/anything/resume", readTok, 403},
+		{"POST", "/api/v1/jobs/anything/suspend", operateTok, 404}, // past the guard: no such job
 		{"DELETE", "/api/v1/some-future-endpoint", readTok, 403},
 	} {
 		if code, body := do(tc.method, tc.path, tc.token); code != tc.want {
@@ -120,7 +122,7 @@ func TestHTTPTLSAndTokens(t *testing.T) {
 		t.Errorf("POST with an operate token: %d %s", code, body)
 	}
 	_, metrics := do("GET", "/metrics", readTok)
-	for _, want := range []string{`shardcron_http_auth_failures_total{reason="missing"} 5`, `shardcron_http_auth_failures_total{reason="invalid"} 1`, `shardcron_http_auth_failures_total{reason="forbidden"} 2`} {
+	for _, want := range []string{`shardcron_http_auth_failures_total{reason="missing"} 5`, `shardcron_http_auth_failures_total{reason="invalid"} 1`, `shardcron_http_auth_failures_total{reason="forbidden"} 3`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

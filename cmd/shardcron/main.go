@@ -1,7 +1,9 @@
 // Command shardcron is the partition-aware cron scheduler: one binary with
 // the server (one replica), dev (a local cluster in one process), apply,
-// validate, export, status and version subcommands. It wires the packages;
-// nothing imports it.
+// validate, export, status, suspend, resume, history, plan and version
+// subcommands. It wires the packages (the operator commands are thin shells
+// around package control, which the HTTP API calls too); nothing imports
+// it.
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -24,6 +25,10 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newExportCmd(),
 		newStatusCmd(),
+		newSuspendCmd(true),
+		newSuspendCmd(false),
+		newHistoryCmd(),
+		newPlanCmd(),
 		newVersionCmd(),
 		newSuperviseCmd(),
 	)
@@ -31,13 +36,24 @@ func newRootCmd() *cobra.Command {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "shardcron %s (commit %s)\n", version, commit)
-			return err
-		},
 	}
+	o := bindOutput(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		v := struct {
+			Version string `json:"version"`
+			Commit  string `json:"commit"`
+		}{version, commit}
+		return o.write(c.OutOrStdout(), v, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "shardcron %s (commit %s)\n", v.Version, v.Commit)
+			return err
+		})
+	}
+	return c
 }

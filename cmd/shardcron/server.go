@@ -59,7 +59,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	}
 	var jobs []config.Job
 	if node.Jobs != "" {
-		if jobs, err = config.LoadJobs(node.Jobs); err != nil {
+		if jobs, err = config.LoadJobsWith(node.Jobs, jobsOptions); err != nil {
 			return err
 		}
 	}

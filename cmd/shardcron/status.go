@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,41 +14,35 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		output string
-		limit  int
+		f     clusterFlags
+		limit int
 	)
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show shard ownership, members and jobs",
 		Long:  "Status reads the cluster's state straight from etcd: who owns each shard, with which token and since when; how many shards each member owns and how many have no owner; and the jobs with their shard, owner, next fire and last run.",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return usageError{fmt.Errorf("--output %q: want table or json", output)}
-			}
-			if limit < 0 {
-				return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
-			}
-			ctx, done, ec, err := f.connect(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			rep, err := replica.ReadStatus(ctx, ec.cli, f.cluster, limit)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			return writeStatusTable(c.OutOrStdout(), rep)
-		},
+	}
+	o := bindOutput(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		if limit < 0 {
+			return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
+		}
+		ctx, done, ec, err := f.connect(c)
+		if err != nil {
+			return err
+		}
+		defer done()
+		rep, err := replica.ReadStatus(ctx, ec.cli, f.cluster, limit)
+		if err != nil {
+			return err
+		}
+		return o.write(c.OutOrStdout(), rep, func(w io.Writer) error { return writeStatusTable(w, rep) })
 	}
 	f.bind(c)
-	c.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	c.Flags().IntVar(&limit, "limit", 100, "show at most this many jobs, in name order")
 	return c
 }

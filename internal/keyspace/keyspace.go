@@ -154,3 +154,26 @@ func ShardOf(job string, shards int) int {
 	}
 	return int(xxhash.Sum64String(job) % uint64(shards))
 }
+
+// JobOverrides is the prefix of the per-job overrides (`shardcron suspend`
+// and `resume`): one key per job, kept apart from the applied job set so
+// that an apply neither needs to know of them nor undoes them.
+func (s Space) JobOverrides() string { return s.Jobs() + "overrides/" }
+
+// JobOverride is job's override key.
+func (s Space) JobOverride(job string) string { return s.JobOverrides() + job }
+
+// JobOverrideFromKey returns the job name of an override key.
+func (s Space) JobOverrideFromKey(key string) (string, bool) {
+	job, ok := strings.CutPrefix(key, s.JobOverrides())
+	return job, ok && job != "" && !strings.Contains(job, "/")
+}
+
+// JobsWatchEnd ends the one key range replicas watch, [JobsCurrent,
+// JobsWatchEnd): it holds jobs/current and every key under jobs/overrides/,
+// and none of the (large) chunk keys under jobs/sets/. No other key may
+// sort between "jobs/current" and "jobs/overrides/".
+func (s Space) JobsWatchEnd() string {
+	p := s.JobOverrides()
+	return p[:len(p)-1] + string(rune(p[len(p)-1]+1))
+}

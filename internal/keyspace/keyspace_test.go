@@ -61,3 +61,26 @@ func TestJobKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsWatchRange: the replicas' one watch range holds the pointer and
+// every override, and no chunk, no seq key and nothing of another prefix.
+func TestJobsWatchRange(t *testing.T) {
+	s := New("prod")
+	in := func(k string) bool { return k >= s.JobsCurrent() && k < s.JobsWatchEnd() }
+	for _, k := range []string{s.JobsCurrent(), s.JobOverride("a"), s.JobOverride("zz.9-_x")} {
+		if !in(k) {
+			t.Errorf("%q is outside the watch range", k)
+		}
+	}
+	for _, k := range []string{s.JobsSeq(), s.JobChunk(7, 0), s.JobSets(), s.Tick(0, "a"), s.Meta(), s.Member("n")} {
+		if in(k) {
+			t.Errorf("%q is inside the watch range", k)
+		}
+	}
+	if j, ok := s.JobOverrideFromKey(s.JobOverride("job-1")); !ok || j != "job-1" {
+		t.Errorf("JobOverrideFromKey = %q, %v", j, ok)
+	}
+	if _, ok := s.JobOverrideFromKey(s.JobsCurrent()); ok {
+		t.Error("the pointer parsed as an override key")
+	}
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
+)
+
+// openAPISchemas compiles the document's component schemas.
+type openAPISchemas struct {
+	t *testing.T
+	c *jsonschema.Compiler
+}
+
+func newOpenAPISchemas(t *testing.T, doc []byte) *openAPISchemas {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("openapi.json", v); err != nil {
+		t.Fatal(err)
+	}
+	return &openAPISchemas{t: t, c: c}
+}
+
+// check validates body against the schema at ref (a JSON pointer in the
+// document, as "#/components/schemas/State").
+func (s *openAPISchemas) check(what, ref string, body []byte) {
+	s.t.Helper()
+	sch, err := s.c.Compile("openapi.json" + ref)
+	if err != nil {
+		s.t.Fatalf("compile %s: %v", ref, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		s.t.Errorf("%s: not JSON: %v\n%s", what, err, body)
+		return
+	}
+	if err := sch.Validate(v); err != nil {
+		s.t.Errorf("%s does not match %s: %v\n%s", what, ref, err, body)
+	}
+}
+
+type apiOperation struct {
+	Responses map[string]struct {
+		Content map[string]struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"content"`
+	} `json:"responses"`
+}
+
+// TestAPIResponsesMatchOpenAPI: a running replica serves the document it
+// embeds, and every documented operation answers what the document says,
+// with exactly the documented field names (schemas are closed). The CLI's
+// -o json of the same things matches the same schemas.
+func TestAPIResponsesMatchOpenAPI(t *testing.T) {
+	etcd := etcdtest.StartProcess(t)
+	env := opsEnv(etcd, "openapi")
+	closed, err := etcdembed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := writeFile(t, "jobs.yaml", "jobs:\n"+
+		"  - {name: alpha, schedule: \"* * * * * *\", http: {url: \"http://"+closed+"/a\"}}\n"+
+		"  - {name: beta, schedule: \"@every 1h\", exec: {command: [\"true\"]}, suspend: true}\n")
+	if out, stderr, code := runCLI(t, env, "apply", "-f", jobs); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
+	}
+	srv := startOpsServer(t, etcd, "openapi", "solo", 8)
+	base := "http://" + srv.HTTPAddr(time.Second)
+	poll.MustEvery(t, procEvery, 60*time.Second, "alpha's runs served", poll.True(func() bool {
+		return strings.Contains(httpGet(t, srv.HTTPAddr(time.Second), "/api/v1/jobs/alpha/runs"), `"status"`)
+	}))
+	poll.MustEvery(t, procEvery, 30*time.Second, "ready", poll.True(func() bool { return httpGet(t, srv.HTTPAddr(time.Second), "/readyz") == "ready\n" }))
+
+	code, served := call(t, "GET", base+"/api/v1/openapi.json")
+	if code != 200 || !bytes.Equal(served, dashboard.OpenAPI) {
+		t.Fatalf("GET /api/v1/openapi.json: %d, equal to the embedded document: %v", code, bytes.Equal(served, dashboard.OpenAPI))
+	}
+	var doc struct {
+		Paths map[string]map[string]apiOperation `json:"paths"`
+	}
+	if err := json.Unmarshal(served, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := newOpenAPISchemas(t, served)
+	var paths []string
+	for p := range doc.Paths {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		for method, op := range doc.Paths[path] {
+			url := base + strings.ReplaceAll(path, "{name}", "alpha")
+			method = strings.ToUpper(method)
+			if path == "/api/v1/events" {
+				checkEvents(t, schemas, url)
+				continue
+			}
+			code, body := call(t, method, url)
+			ok, found := op.Responses["200"]
+			if code != 200 || !found {
+				t.Errorf("%s %s: %d, want 200 (documented: %v)\n%s", method, path, code, found, body)
+				continue
+			}
+			if c, isJSON := ok.Content["application/json"]; isJSON && schemaRef(c.Schema) != "" {
+				schemas.check(method+" "+path, schemaRef(c.Schema), body)
+			}
+		}
+	}
+	// Documented errors, with the documented body.
+	for _, tc := range []struct{ method, path, status string }{
+		{"GET", "/api/v1/jobs/absent/runs", "404"},
+		{"POST", "/api/v1/jobs/absent/suspend", "404"},
+		{"POST", "/api/v1/jobs/beta/resume", "409"},
+		{"GET", "/api/v1/jobs?limit=0", "400"},
+	} {
+		code, body := call(t, tc.method, base+tc.path)
+		tmpl := strings.Split(tc.path, "?")[0]
+		for _, seg := range []string{"absent", "beta"} {
+			tmpl = strings.Replace(tmpl, "/"+seg+"/", "/{name}/", 1)
+		}
+		resp, found := doc.Paths[tmpl][strings.ToLower(tc.method)].Responses[tc.status]
+		if !found || http.StatusText(code) == "" || itoa(code) != tc.status {
+			t.Errorf("%s %s: %d, want documented %s (documented: %v)", tc.method, tc.path, code, tc.status, found)
+			continue
+		}
+		schemas.check(tc.method+" "+tc.path, schemaRef(resp.Content["application/json"].Schema), body)
+	}
+	// The CLI prints the same things with the same fields.
+	for _, tc := range []struct {
+		args []string
+		ref  string
+	}{
+		{[]string{"history", "alpha", "-o", "json"}, "#/components/schemas/History"},
+		{[]string{"suspend", "alpha", "-o", "json"}, "#/components/schemas/SuspendResult"},
+		{[]string{"resume", "alpha", "-o", "json"}, "#/components/schemas/SuspendResult"},
+	} {
+		out, stderr, code := runCLI(t, env, tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		schemas.check(strings.Join(tc.args, " "), tc.ref, []byte(out))
+	}
+}
+
+// schemaRef returns the $ref of a response schema; "" for an inline one
+// (the document's own, a plain object).
+func schemaRef(raw json.RawMessage) string {
+	var s struct {
+		Ref string `json:"$ref"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	return s.Ref
+}
+
+func call(t *testing.T, method, url string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// checkEvents reads the event stream until its first state event and
+// checks its data against the State schema.
+func checkEvents(t *testing.T, schemas *openAPISchemas, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if e, ok := strings.CutPrefix(line, "event: "); ok {
+			event = e
+		}
+		if d, ok := strings.CutPrefix(line, "data: "); ok && event == "state" {
+			schemas.check("event state", "#/components/schemas/State", []byte(d))
+			return
+		}
+	}
+	t.Errorf("no state event on %s: %v", url, sc.Err())
+}

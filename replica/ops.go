@@ -1,0 +1,63 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardcron/shardcron/control"
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// The operator actions the HTTP API serves go through package control, the
+// same functions the CLI's commands call.
+
+// jobRuns serves GET /api/v1/jobs/{name}/runs: control.History, with the
+// job's shard from the job set this replica holds (no etcd read for it);
+// 404 for a job the job set does not hold.
+func (r *Replica) jobRuns(sched *scheduler.Scheduler) dashboard.RunsFunc {
+	loc := func(_ context.Context, name string) (int, bool, error) {
+		for _, j := range sched.Jobs() {
+			if j.Name == name {
+				return j.Shard, true, nil
+			}
+		}
+		return 0, false, nil
+	}
+	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit)
+		if errors.Is(err, control.ErrNotFound) {
+			return nil, false, nil
+		}
+		return res, err == nil, err
+	}
+}
+
+// suspendRoute serves POST /api/v1/jobs/{name}/suspend and /resume.
+func (r *Replica) suspendRoute() dashboard.SuspendFunc {
+	return func(ctx context.Context, name string, suspend bool) (any, error) {
+		res, err := control.SetSuspended(ctx, r.cli, r.ks, name, suspend, "http")
+		if err != nil {
+			return nil, httpError(err)
+		}
+		if res.Changed {
+			r.log.Info("job suspend or resume over HTTP", "job", name, "action", res.Action, "suspended", res.Suspended, "revision", res.Revision)
+		}
+		return res, nil
+	}
+}
+
+// httpError maps control's sentinels to the dashboard's, which choose the
+// status.
+func httpError(err error) error {
+	switch {
+	case errors.Is(err, control.ErrNotFound):
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	case errors.Is(err, control.ErrConflict):
+		return fmt.Errorf("%w: %w", dashboard.ErrConflict, err)
+	case errors.Is(err, control.ErrInvalid):
+		return fmt.Errorf("%w: %w", dashboard.ErrBadRequest, err)
+	}
+	return err
+}
