@@ -33,8 +33,12 @@ type fakeStore struct {
 	claimed map[string]bool                 // job/tick/token ever claimed
 	byShard map[int]int                     // writes sent, by shard
 	hist    map[string][]Entry              // by shard/job: History's entries
-	commits int
-	writes  int
+	// requests are the trigger requests that exist: id -> CreateRevision.
+	// A write consuming one that is not there is refused (TriggerGone);
+	// one that lands deletes what it consumes.
+	requests map[string]int64
+	commits  int
+	writes   int
 	// claimCommits counts Commit calls that claimed at least one tick.
 	claimCommits int
 	// inject, when set, decides a write's fate before the comparisons:
@@ -53,7 +57,8 @@ type fakeStore struct {
 
 func newFakeStore(t testing.TB) *fakeStore {
 	return &fakeStore{t: t, fence: map[int]int64{}, lost: map[int]context.CancelCauseFunc{},
-		recs: map[string]Stored{}, claimed: map[string]bool{}, byShard: map[int]int{}, hist: map[string][]Entry{}}
+		recs: map[string]Stored{}, claimed: map[string]bool{}, byShard: map[int]int{}, hist: map[string][]Entry{},
+		requests: map[string]int64{}}
 }
 
 func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, job) }
@@ -105,6 +110,19 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 		if f.recs[recKey(w.Shard, w.Job)].Rev != w.Rev {
 			out[i].Err = fmt.Errorf("job %s: %w", w.Job, ErrStale)
 			continue
+		}
+		var gone []string
+		for _, ref := range w.Triggers {
+			if rev, ok := f.requests[ref.ID]; !ok || rev != ref.Rev {
+				gone = append(gone, ref.ID)
+			}
+		}
+		if gone != nil {
+			out[i].Err = &TriggerGone{IDs: gone}
+			continue
+		}
+		for _, ref := range w.Triggers {
+			delete(f.requests, ref.ID)
 		}
 		if w.Value == nil {
 			delete(f.recs, recKey(w.Shard, w.Job))

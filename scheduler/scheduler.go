@@ -175,6 +175,8 @@ func (s *Scheduler) handleEvent(ev any) {
 		s.loaded(ev)
 	case historyDone:
 		s.historyWritten(ev)
+	case triggerEvent:
+		s.triggered(ev.t, time.Now())
 	}
 }
 

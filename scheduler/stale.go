@@ -110,6 +110,10 @@ func (s *Scheduler) loaded(d loadDone) {
 				s.used++ // the slot it held a moment ago
 				rec.active++
 				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+			case o.man != nil:
+				if s.reloadedManual(rec, o, r, live) {
+					requeue = append(requeue, o)
+				}
 			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
 				if !o.ahead {
 					s.used++
@@ -129,6 +133,10 @@ func (s *Scheduler) loaded(d loadDone) {
 			}
 		case opSkip:
 			if o.tick.After(r.LastClaimed) {
+				requeue = append(requeue, o)
+			}
+		case opSkipManual:
+			if s.reloadedManual(rec, o, r, live) {
 				requeue = append(requeue, o)
 			}
 		}
