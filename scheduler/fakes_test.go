@@ -33,10 +33,7 @@ type fakeStore struct {
 	claimed map[string]bool                 // job/tick/token ever claimed
 	byShard map[int]int                     // writes sent, by shard
 	hist    map[string][]Entry              // by shard/job: History's entries
-	// requests are the trigger requests that exist: id -> CreateRevision.
-	// A write consuming one that is not there is refused (TriggerGone);
-	// one that lands deletes what it consumes.
-	requests map[string]int64
+	requests map[string]int64 // trigger requests: id -> CreateRevision (consume)
 	commits  int
 	writes   int
 	// claimCommits counts Commit calls that claimed at least one tick.
@@ -111,18 +108,8 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 			out[i].Err = fmt.Errorf("job %s: %w", w.Job, ErrStale)
 			continue
 		}
-		var gone []string
-		for _, ref := range w.Triggers {
-			if rev, ok := f.requests[ref.ID]; !ok || rev != ref.Rev {
-				gone = append(gone, ref.ID)
-			}
-		}
-		if gone != nil {
-			out[i].Err = &TriggerGone{IDs: gone}
+		if out[i].Err = f.consume(w); out[i].Err != nil {
 			continue
-		}
-		for _, ref := range w.Triggers {
-			delete(f.requests, ref.ID)
 		}
 		if w.Value == nil {
 			delete(f.recs, recKey(w.Shard, w.Job))

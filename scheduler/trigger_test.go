@@ -23,6 +23,25 @@ func (h *harness) request(shard int, token int64, job, id string, rev int64, at 
 	return Trigger{Shard: shard, Token: token, Job: job, ID: id, RequestedAt: at, By: "op@host", Rev: rev}
 }
 
+// consume models the Store's handling of Write.Triggers: a write consuming
+// a request that is not there (or another incarnation of it) is refused
+// with TriggerGone; one that lands deletes what it consumes. f.mu is held.
+func (f *fakeStore) consume(w Write) error {
+	var gone []string
+	for _, ref := range w.Triggers {
+		if rev, ok := f.requests[ref.ID]; !ok || rev != ref.Rev {
+			gone = append(gone, ref.ID)
+		}
+	}
+	if gone != nil {
+		return &TriggerGone{IDs: gone}
+	}
+	for _, ref := range w.Triggers {
+		delete(f.requests, ref.ID)
+	}
+	return nil
+}
+
 func (f *fakeStore) requestExists(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
