@@ -24,16 +24,16 @@ import (
 // shard never granted, a record that does not decode, or a tick claimed
 // twice under one token.
 type fakeStore struct {
-	t       testing.TB
-	mu      sync.Mutex
-	rev     int64
-	fence   map[int]int64
-	lost    map[int]context.CancelCauseFunc // ends the Grant on a fence failure
-	recs    map[string]Stored               // by shard/job
-	claimed map[string]bool                 // job/tick/token ever claimed
-	byShard map[int]int                     // writes sent, by shard
-	hist    map[string][]Entry              // by shard/job: History's entries
-	requests map[string]int64 // trigger requests: id -> CreateRevision (consume)
+	t        testing.TB
+	mu       sync.Mutex
+	rev      int64
+	fence    map[int]int64
+	lost     map[int]context.CancelCauseFunc // ends the Grant on a fence failure
+	recs     map[string]Stored               // by shard/job
+	claimed  map[string]bool                 // job/tick/token ever claimed
+	byShard  map[int]int                     // writes sent, by shard
+	hist     map[string][]Entry              // by shard/job: History's entries
+	requests map[string]int64                // trigger requests: id -> CreateRevision (consume)
 	commits  int
 	writes   int
 	// claimCommits counts Commit calls that claimed at least one tick.
