@@ -81,8 +81,8 @@ type Entry struct {
 	// scheduled one. TriggeredBy says who asked.
 	Trigger     string `json:"trigger,omitempty"`
 	TriggeredBy string `json:"triggered_by,omitempty"`
-	// Attempts is how many attempts the run took (config.Retries); 0 when
-	// it never started.
+	// Attempts is how many attempts the run took when it took more than
+	// one (config.Retries); 0 otherwise.
 	Attempts int `json:"attempts,omitempty"`
 }
 

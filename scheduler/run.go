@@ -216,7 +216,10 @@ func (s *Scheduler) runEnded(d runDone) {
 		s.markDirty(rec, false)
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
-			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output, Attempts: d.attempts,
+			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,
+		}
+		if d.attempts > 1 {
+			e.Attempts = d.attempts
 		}
 		if r.man != nil {
 			r.man.done = true

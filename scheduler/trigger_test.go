@@ -106,7 +106,7 @@ func TestManualTickRunsOnce(t *testing.T) {
 		}
 		hist := triggered(rec.History, "trig-1")
 		if len(hist) != 1 || hist[0].Status != StatusSucceeded || hist[0].TriggeredBy != "op@host" ||
-			hist[0].Attempts != 1 || !hist[0].Tick.Equal(at) {
+			hist[0].Attempts != 0 || !hist[0].Tick.Equal(at) {
 			t.Errorf("history %+v", rec.History)
 		}
 	})
