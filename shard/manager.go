@@ -64,6 +64,8 @@ type Manager struct {
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
 
 	hist histCache // run history segments per (shard, token, job); history.go
+
+	trig *triggers // trigger requests; nil unless the Handler takes them (trigger.go)
 }
 
 // holding is one shard this node holds under its current session.
@@ -123,6 +125,9 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
 	}
+	if th, ok := h.(TriggerHandler); ok {
+		m.trig = newTriggers(m, th)
+	}
 	m.assign, _ = rebalance.Assign(nil, m.params) // params validated with meta
 	if err := m.instrument(cfg.Registerer); err != nil {
 		return nil, err
@@ -144,6 +149,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("shard: Run called twice")
 	}
 	defer m.bg.Wait()
+	if m.trig != nil {
+		m.bg.Go(func() { m.trig.run(ctx) })
+	}
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0
 	for ctx.Err() == nil {

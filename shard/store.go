@@ -59,7 +59,7 @@ func (s store) batch(writes []scheduler.Write, pending []int) (batch, rest []int
 	used := 0
 	for _, i := range pending {
 		w := writes[i]
-		cost := 1 // the record's comparison (its put or delete is in the other list)
+		cost := 1 + len(w.Triggers) // the record's comparison and its requests' (puts and deletes are in the other list)
 		if !shards[w.Shard] {
 			cost++
 		}
@@ -117,7 +117,7 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 			reads = append(reads, clientv3.OpGet(m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
 		}
 	}
-	recRead := map[int]int{} // write index -> index of its read
+	recRead := map[int]int{} // write index -> index of its read; its requests' reads follow
 	for _, i := range live {
 		w := writes[i]
 		key := m.ks.Tick(w.Shard, w.Job)
@@ -129,6 +129,8 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		}
 		recRead[i] = len(reads)
 		reads = append(reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
+		c, o, r := m.triggerCmps(w)
+		cmps, ops, reads = append(cmps, c...), append(ops, o...), append(reads, r...)
 	}
 
 	// A write that lands after the safe deadline is unknown anyway; do not
@@ -178,6 +180,9 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		}
 		if rev != w.Rev {
 			res[i].Err = fmt.Errorf("%w: shard %d job %s: revision %d, expected %d", scheduler.ErrStale, w.Shard, w.Job, rev, w.Rev)
+			continue
+		}
+		if res[i].Err = triggersGone(w, resp, recRead[i]+1); res[i].Err != nil {
 			continue
 		}
 		retry = append(retry, i)
