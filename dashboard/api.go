@@ -27,6 +27,9 @@ type Config struct {
 	// Changes feeds /api/v1/events; nil serves 404 there (the page then
 	// polls the state API instead).
 	Changes Feed
+	// Trigger serves POST /api/v1/jobs/{name}/trigger (trigger.go); nil
+	// serves 404.
+	Trigger TriggerFunc
 }
 
 // Feed returns the ownership changes recorded after seq, oldest first, the
@@ -90,6 +93,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.Changes != nil {
 		mux.Handle("GET /api/v1/events", &events{state: cfg.State, feed: cfg.Changes})
+	}
+	if cfg.Trigger != nil {
+		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", triggerHandler(cfg.Trigger))
 	}
 	mux.HandleFunc("GET /{$}", servePage)
 	return mux, nil

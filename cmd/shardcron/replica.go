@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/keyspace"
@@ -188,6 +189,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Runs:    jobRuns(cli, ks, sched),
 		Changes: changeFeed(mgr),
+		Trigger: func(ctx context.Context, job, by string, wait time.Duration) (control.TriggerResult, error) {
+			return control.TriggerAndWait(ctx, cli, ks, job, by, wait)
+		},
 	})
 	if err != nil {
 		return err

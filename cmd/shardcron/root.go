@@ -24,6 +24,9 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newExportCmd(),
 		newStatusCmd(),
+		newTriggerCmd(),
+		newDrainCmd(false),
+		newDrainCmd(true),
 		newVersionCmd(),
 		newSuperviseCmd(),
 	)
