@@ -32,8 +32,17 @@ func TestDrainUndrain(t *testing.T) {
 	}
 	c.waitStable("start")
 	before := len(c.owners.shardsOf("n2"))
-	// The window starts before the drain: every handoff lands inside it.
-	begin := time.Now().Truncate(time.Second).Add(-time.Second)
+	// The window starts before the drain, so every handoff lands inside it,
+	// and after each job's first fire (no tick at or before a job's since
+	// runs).
+	eventually(t, 30*time.Second, "every job fired", func() bool {
+		jobs := map[string]bool{}
+		for _, f := range led.Fires() {
+			jobs[f.Job] = true
+		}
+		return len(jobs) == faultJobs
+	})
+	begin := time.Now().Truncate(time.Second)
 
 	out, stderr, code := runCLI(t, env, "drain", "n2", "--wait", "-o", "json")
 	var ds control.DrainState
