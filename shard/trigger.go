@@ -20,7 +20,8 @@ import (
 // rare) plus the periodic re-read, and acts only on the requests of shards
 // it holds and has granted. A request of a held shard older than
 // Config.TriggerExpiry is deleted with a logged reason; so is one that
-// cannot be read. Requests of shards nobody holds wait for an owner.
+// cannot be read (one in a newer format is left alone). Requests of shards
+// nobody holds wait for an owner.
 
 // DefaultTriggerExpiry is how old a trigger request may grow before the
 // owner of its shard deletes it unrun.
@@ -56,6 +57,7 @@ type pendingTrigger struct {
 	req   TriggerRequest
 	rev   int64 // CreateRevision
 	valid bool  // the value decoded, in a known format
+	newer bool  // in a newer format: left alone for a replica that reads it
 }
 
 // triggers watches requests and hands those of granted shards on. Safe
@@ -193,8 +195,9 @@ func (t *triggers) parse(kv *mvccpb.KeyValue) (pendingTrigger, bool) {
 		return pendingTrigger{}, false
 	}
 	p := pendingTrigger{key: string(kv.Key), shard: s, job: job, id: id, rev: kv.CreateRevision}
-	p.valid = json.Unmarshal(kv.Value, &p.req) == nil && p.req.Format >= 1 && p.req.Format <= TriggerFormat &&
-		!p.req.RequestedAt.IsZero()
+	err := json.Unmarshal(kv.Value, &p.req)
+	p.newer = err == nil && p.req.Format > TriggerFormat
+	p.valid = err == nil && p.req.Format == TriggerFormat && !p.req.RequestedAt.IsZero()
 	return p, true
 }
 
@@ -208,8 +211,10 @@ func (t *triggers) act(ps []pendingTrigger) {
 			continue
 		}
 		switch age := now.Sub(p.req.RequestedAt); {
+		case p.newer:
+			// A later release wrote it: neither run nor deleted here.
 		case !p.valid:
-			t.drop(p, "unreadable trigger request (a newer format, or damaged)")
+			t.drop(p, "unreadable trigger request")
 		case age > t.m.cfg.TriggerExpiry:
 			t.drop(p, fmt.Sprintf("trigger request expired: requested %v ago, more than %v", age.Round(time.Second), t.m.cfg.TriggerExpiry))
 		default:
