@@ -147,19 +147,8 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		bad("starting_deadline", "%v is more than the limit of %v", j.StartingDeadline, Duration(MaxStartingDeadline))
 	}
 
-	if r := j.Retries; r != nil {
-		switch {
-		case r.Attempts < 1:
-			bad("retries.attempts", "is required: the most attempts of one tick, the first included (1 to %d)", MaxAttempts)
-		case r.Attempts > MaxAttempts:
-			bad("retries.attempts", "%d is more than the limit of %d", r.Attempts, MaxAttempts)
-		}
-		switch {
-		case r.Backoff <= 0:
-			bad("retries.backoff", "must be more than 0")
-		case r.Backoff.D() > MaxBackoff:
-			bad("retries.backoff", "%v is more than the limit of %v", r.Backoff, Duration(MaxBackoff))
-		}
+	if j.Retries != nil {
+		validateRetries(j.Retries, bad)
 	}
 
 	if len(j.Env) > 0 && j.Exec == nil {
@@ -218,6 +207,21 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 			bad(field, "%d is listed twice", code)
 		}
 		seen[code] = true
+	}
+}
+
+func validateRetries(r *Retries, bad func(field, format string, args ...any)) {
+	switch {
+	case r.Attempts < 1:
+		bad("retries.attempts", "is required: the most attempts of one tick, the first included (1 to %d)", MaxAttempts)
+	case r.Attempts > MaxAttempts:
+		bad("retries.attempts", "%d is more than the limit of %d", r.Attempts, MaxAttempts)
+	}
+	switch {
+	case r.Backoff <= 0:
+		bad("retries.backoff", "must be more than 0")
+	case r.Backoff.D() > MaxBackoff:
+		bad("retries.backoff", "%v is more than the limit of %v", r.Backoff, Duration(MaxBackoff))
 	}
 }
 

@@ -101,6 +101,9 @@ func (s *Scheduler) loaded(d loadDone) {
 	now := time.Now()
 	live := sh.state == firing && !rec.removed
 	for _, o := range d.pw.ops {
+		if s.reloadedManual(rec, o, r, live, mine(o.tick), &requeue) {
+			continue
+		}
 		switch o.kind {
 		case opClaim:
 			switch {
@@ -110,10 +113,6 @@ func (s *Scheduler) loaded(d loadDone) {
 				s.used++ // the slot it held a moment ago
 				rec.active++
 				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
-			case o.man != nil:
-				if s.reloadedManual(rec, o, r, live) {
-					requeue = append(requeue, o)
-				}
 			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
 				if !o.ahead {
 					s.used++
@@ -133,10 +132,6 @@ func (s *Scheduler) loaded(d loadDone) {
 			}
 		case opSkip:
 			if o.tick.After(r.LastClaimed) {
-				requeue = append(requeue, o)
-			}
-		case opSkipManual:
-			if s.reloadedManual(rec, o, r, live) {
 				requeue = append(requeue, o)
 			}
 		}

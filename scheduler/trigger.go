@@ -224,20 +224,26 @@ func (s *Scheduler) triggerGone(pw *pendingWrite, err error) {
 }
 
 // reloadedManual decides, after a stale write was re-read, what becomes of
-// a manual op that did not land as this owner's. One that consumes a
-// request is sent again while the job fires here, unless the record shows
-// the request claimed by another owner (the request's comparison refuses
-// it if the request is gone). One that acts on a flight taken over from an
-// earlier owner is sent again while that flight is still in the record.
-func (s *Scheduler) reloadedManual(rec *jobRec, o op, r Record, live bool) bool {
+// a manual op that did not land as this owner's (landed: its tick is in
+// flight under this owner's token; such a claim is the caller's to start),
+// and reports whether o was one. One that consumes a request is sent again
+// while the job fires here, unless the record shows the request claimed by
+// another owner (the request's comparison refuses it if the request is
+// gone). One that acts on a flight taken over from an earlier owner is sent
+// again while that flight is still in the record.
+func (s *Scheduler) reloadedManual(rec *jobRec, o op, r Record, live, landed bool, requeue *[]op) bool {
+	if o.man == nil || (o.kind == opClaim && landed) {
+		return false
+	}
 	claimed := r.claimedTrigger(o.man.id)
 	if !live || claimed == (o.man.rev > 0) {
 		o.man.done = o.man.rev > 0
-		return false
+		return true
 	}
 	if o.kind == opClaim {
 		s.used++ // the slot it held a moment ago
 		rec.active++
 	}
+	*requeue = append(*requeue, o)
 	return true
 }

@@ -374,3 +374,60 @@ func TestManualTickDuringHandoff(t *testing.T) {
 		}
 	})
 }
+
+// A manual claim whose write outcome was unknown (it landed) or that was
+// refused as stale is re-read and goes on: the run happens once, and the
+// request is consumed once.
+func TestManualTickAfterUnknownOrStaleWrite(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		err     error
+		applied bool
+	}{
+		{"unknown, landed", ErrUnknown, true},
+		{"stale, not landed", ErrStale, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(10 * time.Second))
+				j := jobIn(2, "shaky", "0 0 3 * * *")
+				fs := newFakeStore(t)
+				h := newHarnessWith(t, fs, loaderStore{fs}, nil, j)
+				defer h.stop()
+				failed := false
+				fs.inject = func(w Write) (error, bool) {
+					if len(w.Triggers) > 0 && !failed {
+						failed = true
+						if c.applied {
+							if err := fs.consume(w); err != nil {
+								t.Errorf("consume: %v", err)
+							}
+						}
+						return c.err, c.applied
+					}
+					return nil, false
+				}
+				g, _ := h.grant(2, 9, nil)
+				h.s.Acquired(g)
+				if c.err == ErrStale {
+					// What made it stale: another write of the record.
+					fs.put(2, Record{Job: j.Name, Token: 9})
+				}
+				h.s.Triggered(h.request(2, 9, j.Name, "k", 90, time.Now()))
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				runs := h.runner.of(j.Name)
+				if len(runs) != 1 || runs[0].Trigger != "k" {
+					t.Fatalf("runs %+v, want one of trigger k", runs)
+				}
+				rec := h.store.record(2, j.Name)
+				if hist := triggered(rec.History, "k"); len(hist) != 1 || hist[0].Status != StatusSucceeded || len(rec.InFlight) != 0 {
+					t.Errorf("record %+v", rec)
+				}
+				if fs.requestExists("k") {
+					t.Error("request not consumed")
+				}
+			})
+		})
+	}
+}
