@@ -147,10 +147,7 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		bad("starting_deadline", "%v is more than the limit of %v", j.StartingDeadline, Duration(MaxStartingDeadline))
 	}
 
-	if j.Retries != nil {
-		validateRetries(j.Retries, bad)
-	}
-
+	validateRetries(j.Retries, bad)
 	if len(j.Env) > 0 && j.Exec == nil {
 		bad("env", "is passed only to exec jobs")
 	}
@@ -211,6 +208,9 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 }
 
 func validateRetries(r *Retries, bad func(field, format string, args ...any)) {
+	if r == nil {
+		return
+	}
 	switch {
 	case r.Attempts < 1:
 		bad("retries.attempts", "is required: the most attempts of one tick, the first included (1 to %d)", MaxAttempts)
