@@ -65,7 +65,7 @@ type Manager struct {
 
 	hist histCache // run history segments per (shard, token, job); history.go
 
-	trig *triggers // trigger requests; nil unless the Handler takes them (trigger.go)
+	trig *triggers // trigger requests; nil unless the Handler takes them (trigger.go); set by Run
 }
 
 // holding is one shard this node holds under its current session.
@@ -125,9 +125,6 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
 	}
-	if th, ok := h.(TriggerHandler); ok {
-		m.trig = newTriggers(m, th)
-	}
 	m.assign, _ = rebalance.Assign(nil, m.params) // params validated with meta
 	if err := m.instrument(cfg.Registerer); err != nil {
 		return nil, err
@@ -149,7 +146,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("shard: Run called twice")
 	}
 	defer m.bg.Wait()
-	if m.trig != nil {
+	if th, ok := m.h.(TriggerHandler); ok {
+		m.trig = newTriggers(m, th) // before any acquisition: grant reads it
 		m.bg.Go(func() { m.trig.run(ctx) })
 	}
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -101,7 +102,7 @@ func TestTriggerRequestsReachTheOwner(t *testing.T) {
 	early := c.putTrigger(2, "job-a", "early", time.Now(), "")
 	a, ha := c.startTrig("node-a")
 	c.waitBalanced(waitLimit)
-	waitFor(t, waitLimit, "the request written before the owner came handed to it", func() error {
+	poll.Must(t, waitLimit, "the request written before the owner came handed to it", func() error {
 		if got := ha.requests("early"); len(got) == 0 || got[0].Rev != early || got[0].Shard != 2 || got[0].Job != "job-a" || got[0].By != "test" {
 			return fmt.Errorf("got %+v", got)
 		}
@@ -116,7 +117,7 @@ func TestTriggerRequestsReachTheOwner(t *testing.T) {
 	}
 	rev := c.putTrigger(1, "job-b", "r1", time.Now(), "")
 	var tr scheduler.Trigger
-	waitFor(t, waitLimit, "the request handed to the shard's owner", func() error {
+	poll.Must(t, waitLimit, "the request handed to the shard's owner", func() error {
 		got := oh.requests("r1")
 		if len(got) == 0 {
 			return errors.New("not yet")
@@ -154,7 +155,7 @@ func TestTriggerRequestsReachTheOwner(t *testing.T) {
 	c.putTrigger(1, "job-b", "old", time.Now().Add(-time.Hour), "")
 	bad := c.ks.Trigger(1, "job-b", "bad")
 	c.putTrigger(1, "job-b", "bad", time.Time{}, `{"format":1,"requested_at":"not a time"}`)
-	waitFor(t, waitLimit, "expired and unreadable requests deleted by the owner", func() error {
+	poll.Must(t, waitLimit, "expired and unreadable requests deleted by the owner", func() error {
 		if c.exists(old) || c.exists(bad) {
 			return errors.New("still there")
 		}
@@ -193,7 +194,7 @@ func TestDrainFlag(t *testing.T) {
 	balancedWithout := func(ids ...string) func() error {
 		return func() error { return c.balanced(ids) }
 	}
-	waitFor(t, waitLimit, "node-b's shards with node-a and node-c", balancedWithout("node-a", "node-c"))
+	poll.Must(t, waitLimit, "node-b's shards with node-a and node-c", balancedWithout("node-a", "node-c"))
 	if n := len(b.h.live()); n != 0 {
 		t.Errorf("drained node-b still holds %d shards", n)
 	}

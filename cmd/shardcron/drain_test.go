@@ -35,7 +35,7 @@ func TestDrainUndrain(t *testing.T) {
 	// The window starts before the drain, so every handoff lands inside it,
 	// and after each job's first fire (no tick at or before a job's since
 	// runs).
-	eventually(t, 30*time.Second, "every job fired", func() bool {
+	waitTrue(t, "every job fired", func() bool {
 		jobs := map[string]bool{}
 		for _, f := range led.Fires() {
 			jobs[f.Job] = true
@@ -52,14 +52,14 @@ func TestDrainUndrain(t *testing.T) {
 	if !c.owners.allOwnedBy(faultShards, "n1", "n3") {
 		t.Fatalf("after the drain, shards are held by %v", c.owners.owners())
 	}
-	var rep statusReport
+	var rep statusJSON
 	out, _, code = runCLI(t, env, "status", "-o", "json")
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("status: exit %d", code)
 	}
 	for _, m := range rep.Members {
 		if m.Drained != (m.Node == "n2") {
-			t.Errorf("status: member %+v", m.MemberState)
+			t.Errorf("status: member %+v", m)
 		}
 	}
 	var st shard.State

@@ -17,7 +17,9 @@ import (
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // triggerSink records what each run sent. Path /flaky answers 503 to the
@@ -112,7 +114,7 @@ func TestTriggerCommand(t *testing.T) {
 		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "4")
 	addr := p.HTTPAddr(30 * time.Second)
 	probe := newOwnershipProbe(t, etcd.Endpoint(), "trig")
-	eventually(t, 30*time.Second, "every shard owned by solo", func() bool { return probe.allOwnedBy(4, "solo") })
+	waitTrue(t, "every shard owned by solo", func() bool { return probe.allOwnedBy(4, "solo") })
 
 	res, stderr, code := triggerOut(t, env, "manual-only", "--wait", "--by", "tester")
 	if code != 0 || res.Run == nil || res.Run.Status != scheduler.StatusSucceeded || res.Run.Trigger != res.ID ||
@@ -226,11 +228,11 @@ func TestTriggerDuringGracefulHandoff(t *testing.T) {
 	}
 	probe := newOwnershipProbe(t, etcd.Endpoint(), "handoff")
 	var owner string
-	eventually(t, 30*time.Second, "shard 0 owned", func() bool { owner = probe.owners()[0]; return owner != "" })
+	waitTrue(t, "shard 0 owned", func() bool { owner = probe.owners()[0]; return owner != "" })
 	// Both members counted: once both are, the owner is the desired one.
-	eventually(t, 30*time.Second, "both members counted, shard 0 with its desired owner", func() bool {
+	waitTrue(t, "both members counted, shard 0 with its desired owner", func() bool {
 		out, _, code := runCLI(t, env, "status", "-o", "json")
-		var rep statusReport
+		var rep statusJSON
 		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Members) != 2 {
 			return false
 		}
@@ -240,7 +242,7 @@ func TestTriggerDuringGracefulHandoff(t *testing.T) {
 	if _, stderr, code := runCLI(t, env, "trigger", "holder"); code != 0 {
 		t.Fatalf("trigger holder: exit %d\n%s", code, stderr)
 	}
-	eventually(t, 30*time.Second, "holder's run in flight", func() bool { return len(rx.of("holder")) == 1 })
+	waitTrue(t, "holder's run in flight", func() bool { return len(rx.of("holder")) == 1 })
 	if out, stderr, code := runCLI(t, env, "drain", owner); code != 0 {
 		t.Fatalf("drain %s: exit %d\n%s%s", owner, code, out, stderr)
 	}
@@ -265,6 +267,21 @@ func TestTriggerDuringGracefulHandoff(t *testing.T) {
 	}
 	if code := waitExit(t, env, owner); code != 0 {
 		t.Errorf("%s still holds shards", owner)
+	}
+}
+
+// statusJSON is what these tests read of `status -o json`.
+type statusJSON struct {
+	Members  []shard.MemberState `json:"members"`
+	ShardSet []shard.ShardState  `json:"shards"`
+}
+
+// waitTrue polls cond (a CLI call, a read of etcd) every 100 ms for up to
+// 30 s, or fails the test.
+func waitTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if _, err := poll.UntilEvery(100*time.Millisecond, 30*time.Second, poll.True(cond)); err != nil {
+		t.Fatalf("timed out after 30s waiting for %s", what)
 	}
 }
 
