@@ -58,6 +58,10 @@ type Job struct {
 	StartingDeadline Duration `yaml:"starting_deadline,omitempty" json:"starting_deadline,omitempty"`
 	// Suspend keeps the job (and its since) but fires nothing.
 	Suspend bool `yaml:"suspend,omitempty" json:"suspend,omitempty"`
+	// Retries re-runs a failed run (HTTP status not expected, exec exit
+	// status not 0) within its tick: same tick, same fencing token, inside
+	// the job's timeout. Nil, the default: one attempt.
+	Retries *Retries `yaml:"retries,omitempty" json:"retries,omitempty"`
 	// Env is added to an exec job's environment (only exec jobs take it).
 	// Values may hold ${SHARDCRON_JOB_*} references.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
@@ -106,6 +110,26 @@ type ExecTarget struct {
 	Command []string `yaml:"command" json:"command"`
 	// Dir is the absolute working directory; default the server's.
 	Dir string `yaml:"dir,omitempty" json:"dir,omitempty"`
+}
+
+// Retries says how often a failed run is attempted again within its tick.
+type Retries struct {
+	// Attempts is the most attempts of one tick, the first included: 1 to
+	// MaxAttempts (10). Required when retries is given.
+	Attempts int `yaml:"attempts" json:"attempts"`
+	// Backoff is the wait before the first retry; each later one waits
+	// twice as long as the one before. More than 0, at most MaxBackoff
+	// (1h); default DefaultBackoff (1s).
+	Backoff Duration `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+}
+
+// Delay is the wait before attempt n (2 for the first retry).
+func (r *Retries) Delay(n int) time.Duration {
+	d := r.Backoff.D()
+	for i := 2; i < n && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
 }
 
 // JobSet is a validated job set at one version of the cluster's jobs/ key

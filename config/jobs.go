@@ -16,9 +16,10 @@ const (
 )
 
 var (
-	jobFields  = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "env"}
-	httpFields = []string{"url", "method", "headers", "body", "expect_status"}
-	execFields = []string{"command", "dir"}
+	jobFields   = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env"}
+	httpFields  = []string{"url", "method", "headers", "body", "expect_status"}
+	execFields  = []string{"command", "dir"}
+	retryFields = []string{"attempts", "backoff"}
 )
 
 // JobsOptions tunes ParseJobsWith to the program that reads the file.
@@ -183,6 +184,8 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			j.StartingDeadline, _ = d.duration(v, key)
 		case "suspend":
 			j.Suspend, _ = d.boolean(v, key)
+		case "retries":
+			j.Retries = d.retries(v)
 		case "env":
 			j.Env, _ = d.strMap(v, key, false)
 		default:
@@ -234,4 +237,25 @@ func (d *decoder) execTarget(n *yaml.Node) *ExecTarget {
 		return &ExecTarget{}
 	}
 	return e
+}
+
+func (d *decoder) retries(n *yaml.Node) *Retries {
+	r := &Retries{}
+	d.mapping(n, "retries", false, func(key string, k, v *yaml.Node) {
+		field := "retries." + key
+		switch key {
+		case "attempts":
+			r.Attempts, _ = d.integer(v, field)
+		case "backoff":
+			if b, ok := d.duration(v, field); ok {
+				if b == 0 {
+					d.errorf(v, field, "must be more than 0 (omit it for the default, %v)", Duration(DefaultBackoff))
+				}
+				r.Backoff = b
+			}
+		default:
+			d.unknown(k, field, retryFields)
+		}
+	})
+	return r
 }

@@ -25,18 +25,26 @@ const (
 	MaxTimeout = 24 * time.Hour
 	// MaxStartingDeadline is the longest starting deadline a job may set.
 	MaxStartingDeadline = 30 * 24 * time.Hour
+	// MaxAttempts bounds retries.attempts.
+	MaxAttempts = 10
+	// DefaultBackoff is the wait before the first retry when retries sets
+	// none; MaxBackoff bounds it.
+	DefaultBackoff = time.Second
+	MaxBackoff     = time.Hour
 )
 
 var (
 	jobName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// reservedEnv are set by the runner on every exec run.
-	reservedEnv = []string{"SHARDCRON_CLUSTER", "SHARDCRON_JOB", "SHARDCRON_TICK", "SHARDCRON_SHARD", "SHARDCRON_FENCING_TOKEN", "SHARDCRON_NODE"}
-	anyVar      = regexp.MustCompile(`\$\{[^}]*\}`)
+	reservedEnv = []string{"SHARDCRON_CLUSTER", "SHARDCRON_JOB", "SHARDCRON_TICK", "SHARDCRON_SHARD", "SHARDCRON_FENCING_TOKEN", "SHARDCRON_NODE",
+		"SHARDCRON_TRIGGER", "SHARDCRON_TRIGGER_ID", "SHARDCRON_ATTEMPT"}
+	anyVar = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
 // SetDefaults fills in every field the jobs file may omit: timezone UTC,
-// method POST, timeout 1m, concurrency forbid, misfire run_once. A starting
+// method POST, timeout 1m, concurrency forbid, misfire run_once, and a
+// retry backoff of 1s when retries are given. A starting
 // deadline of 0 (the default) means none: a late tick runs however late.
 func (j *Job) SetDefaults() {
 	if j.Timezone == "" {
@@ -53,6 +61,9 @@ func (j *Job) SetDefaults() {
 	}
 	if j.Misfire == "" {
 		j.Misfire = DefaultMisfire
+	}
+	if j.Retries != nil && j.Retries.Backoff == 0 {
+		j.Retries.Backoff = Duration(DefaultBackoff)
 	}
 }
 
@@ -117,6 +128,28 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		bad(targets[1], "the job also has %s: give exactly one of http, exec or func", targets[0])
 	}
 
+	validatePolicy(j, bad)
+	if len(j.Env) > 0 && j.Exec == nil {
+		bad("env", "is passed only to exec jobs")
+	}
+	for _, k := range sortedKeys(j.Env) {
+		field := "env." + k
+		switch {
+		case !envName.MatchString(k):
+			bad(field, "not a variable name (letters, digits and _, not starting with a digit)")
+		case slices.Contains(reservedEnv, k):
+			bad(field, "is set by shardcron on every run")
+		}
+		if strings.IndexByte(j.Env[k], 0) >= 0 {
+			bad(field, "holds a NUL byte")
+		}
+		checkExpansion(field, j.Env[k], report)
+	}
+}
+
+// validatePolicy checks how and when a job runs: timeout, concurrency,
+// misfire, starting deadline and retries.
+func validatePolicy(j *Job, bad func(field, format string, args ...any)) {
 	switch {
 	case j.Timeout <= 0:
 		bad("timeout", "must be more than 0")
@@ -135,23 +168,7 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 	case j.StartingDeadline.D() > MaxStartingDeadline:
 		bad("starting_deadline", "%v is more than the limit of %v", j.StartingDeadline, Duration(MaxStartingDeadline))
 	}
-
-	if len(j.Env) > 0 && j.Exec == nil {
-		bad("env", "is passed only to exec jobs")
-	}
-	for _, k := range sortedKeys(j.Env) {
-		field := "env." + k
-		switch {
-		case !envName.MatchString(k):
-			bad(field, "not a variable name (letters, digits and _, not starting with a digit)")
-		case slices.Contains(reservedEnv, k):
-			bad(field, "is set by shardcron on every run")
-		}
-		if strings.IndexByte(j.Env[k], 0) >= 0 {
-			bad(field, "holds a NUL byte")
-		}
-		checkExpansion(field, j.Env[k], report)
-	}
+	validateRetries(j.Retries, bad)
 }
 
 func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), bad func(field, format string, args ...any)) {
@@ -192,6 +209,24 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 			bad(field, "%d is listed twice", code)
 		}
 		seen[code] = true
+	}
+}
+
+func validateRetries(r *Retries, bad func(field, format string, args ...any)) {
+	if r == nil {
+		return
+	}
+	switch {
+	case r.Attempts < 1:
+		bad("retries.attempts", "is required: the most attempts of one tick, the first included (1 to %d)", MaxAttempts)
+	case r.Attempts > MaxAttempts:
+		bad("retries.attempts", "%d is more than the limit of %d", r.Attempts, MaxAttempts)
+	}
+	switch {
+	case r.Backoff <= 0:
+		bad("retries.backoff", "must be more than 0")
+	case r.Backoff.D() > MaxBackoff:
+		bad("retries.backoff", "%v is more than the limit of %v", r.Backoff, Duration(MaxBackoff))
 	}
 }
 

@@ -1,13 +1,21 @@
 // Package control holds the operator actions the CLI and the HTTP API
-// share: suspend and resume one job, a job's run history, and the plan of
-// a scale change. `shardcron suspend`, `history` and `plan` and the
-// /api/v1 endpoints call the same functions and print or serve the same
-// result types, so their JSON field names are one set.
+// share: trigger one job, suspend and resume one job, drain and undrain a
+// node, a job's run history, and the plan of a scale change. `shardcron
+// trigger`, `suspend`, `drain`, `history` and `plan` and the /api/v1
+// endpoints call the same functions and print or serve the same result
+// types, so their JSON field names are one set.
 //
-// Every action reads (and, for suspend and resume, writes) etcd directly;
-// none needs a replica to be running, and none goes through a watch. A
-// write is one guarded transaction (package jobstore); a read is one
-// snapshot. Errors wrap the package's sentinels (ErrNotFound, ErrConflict,
+// Every action reads (and, for trigger, suspend, resume and drain, writes)
+// etcd directly; none needs a replica to be running, and none goes through
+// a watch, so they work from any host that can reach etcd. A write is one
+// guarded transaction (package jobstore for the job set); a read is one
+// snapshot.
+//
+// Trigger writes a request that the owner of the job's shard runs once as
+// a fenced manual tick (scheduler.Trigger); Wait follows it to its outcome
+// in the job's history. Drain and Undrain set and delete a node's drain
+// flag (shard.Manager hands over every shard of a drained node and gives it
+// none). Errors wrap the package's sentinels (ErrNotFound, ErrConflict,
 // ErrInvalid) so that callers map them to exit codes and HTTP statuses
 // without knowing the packages below.
 package control
@@ -19,7 +27,8 @@ var (
 	// ErrNotFound: the cluster has no such job.
 	ErrNotFound = errors.New("control: not found")
 	// ErrConflict: the action contradicts the cluster's state (resume of a
-	// job its jobs file suspends); nothing was changed.
+	// job its jobs file suspends, a trigger of a suspended job, a drain of
+	// the last member); nothing was changed.
 	ErrConflict = errors.New("control: conflict")
 	// ErrInvalid: the request itself is wrong (a bad node name, a replica
 	// count below 1); nothing was read or changed.

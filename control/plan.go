@@ -23,11 +23,14 @@ type PlanRequest struct {
 
 // PlanResult is what `plan` prints: the shards whose desired owner a scale
 // change would move, computed from the cluster's members and the meta's
-// ring parameters, with nothing changed.
+// ring parameters, with nothing changed. Drained members (shardcron drain)
+// count as absent, as in the assignment replicas compute: they are in
+// neither member list, only in Drained.
 type PlanResult struct {
 	Shards        int      `json:"shard_count"`
 	MembersBefore []string `json:"members_before"`
 	MembersAfter  []string `json:"members_after"`
+	Drained       []string `json:"drained,omitempty"`
 	Added         []string `json:"added"`
 	Removed       []string `json:"removed"`
 	// AssumedNames: the names of Added or Removed were guessed for
@@ -95,31 +98,19 @@ func PlanFrom(st shard.State, p rebalance.Params, req PlanRequest) (PlanResult, 
 	if err := req.check(); err != nil {
 		return PlanResult{}, err
 	}
+	var res PlanResult
 	var before []string
 	for _, m := range st.Members {
-		before = append(before, m.Node)
-	}
-	before = rebalance.Normalize(before)
-	res := PlanResult{Shards: p.Shards, MembersBefore: before, Added: []string{}, Removed: []string{}}
-	if req.Replicas > 0 {
-		res.AssumedNames = req.Replicas != len(before)
-		if req.Replicas > len(before) {
-			res.Added = newNames(before, req.Replicas-len(before))
+		if m.Drained {
+			res.Drained = append(res.Drained, m.Node)
 		} else {
-			res.Removed = leavingNames(before, len(before)-req.Replicas)
+			before = append(before, m.Node)
 		}
-	} else {
-		for _, n := range req.Add {
-			if n == "" || slices.Contains(before, n) {
-				return PlanResult{}, fmt.Errorf("%w: --add %q: not a new member (members: %v)", ErrInvalid, n, before)
-			}
-		}
-		for _, n := range req.Remove {
-			if !slices.Contains(before, n) {
-				return PlanResult{}, fmt.Errorf("%w: --remove %q: not a member (members: %v)", ErrInvalid, n, before)
-			}
-		}
-		res.Added, res.Removed = rebalance.Normalize(req.Add), rebalance.Normalize(req.Remove)
+	}
+	before, res.Drained = rebalance.Normalize(before), rebalance.Normalize(res.Drained)
+	res.Shards, res.MembersBefore, res.Added, res.Removed = p.Shards, before, []string{}, []string{}
+	if err := res.changes(before, req); err != nil {
+		return PlanResult{}, err
 	}
 	after := slices.DeleteFunc(append(slices.Clone(before), res.Added...), func(n string) bool { return slices.Contains(res.Removed, n) })
 	res.MembersAfter = rebalance.Normalize(after)
@@ -148,6 +139,39 @@ func PlanFrom(st shard.State, p rebalance.Params, req PlanRequest) (PlanResult, 
 		res.Load = append(res.Load, Load{Node: n, Before: la[n], After: lb[n]})
 	}
 	return res, nil
+}
+
+// changes fills in Added and Removed: req's names, checked against the
+// counted members before and the drained ones, or for --replicas guessed
+// (never the name of a drained member, which keeps its name).
+func (res *PlanResult) changes(before []string, req PlanRequest) error {
+	if req.Replicas > 0 {
+		res.AssumedNames = req.Replicas != len(before)
+		if req.Replicas > len(before) {
+			res.Added = newNames(append(slices.Clone(before), res.Drained...), req.Replicas-len(before))
+		} else {
+			res.Removed = leavingNames(before, len(before)-req.Replicas)
+		}
+		return nil
+	}
+	for _, n := range req.Add {
+		if slices.Contains(res.Drained, n) {
+			return fmt.Errorf("%w: --add %q: a drained member (shardcron undrain %s lets it take shards again)", ErrInvalid, n, n)
+		}
+		if n == "" || slices.Contains(before, n) {
+			return fmt.Errorf("%w: --add %q: not a new member (members: %v)", ErrInvalid, n, before)
+		}
+	}
+	for _, n := range req.Remove {
+		if slices.Contains(res.Drained, n) {
+			return fmt.Errorf("%w: --remove %q: drained, so it already counts as absent", ErrInvalid, n)
+		}
+		if !slices.Contains(before, n) {
+			return fmt.Errorf("%w: --remove %q: not a member (members: %v)", ErrInvalid, n, before)
+		}
+	}
+	res.Added, res.Removed = rebalance.Normalize(req.Add), rebalance.Normalize(req.Remove)
+	return nil
 }
 
 var numbered = regexp.MustCompile(`^(.*?)(\d+)$`)

@@ -89,6 +89,38 @@ func TestPlanRefusals(t *testing.T) {
 	}
 }
 
+// A drained member counts as absent, as in the replicas' assignment: the
+// plan starts from the others, never guesses its name for a new member,
+// and refuses to add or remove it (undrain is what brings it back).
+func TestPlanDrainedAbsent(t *testing.T) {
+	p := rebalance.Default(32)
+	st := state("node-1", "node-2", "node-3")
+	st.Members[2].Drained = true
+	res, err := PlanFrom(st, p, PlanRequest{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.MembersBefore, []string{"node-1", "node-2"}) || !slices.Equal(res.Drained, []string{"node-3"}) || !slices.Equal(res.Added, []string{"node-4"}) {
+		t.Errorf("before %v drained %v added %v", res.MembersBefore, res.Drained, res.Added)
+	}
+	before, err := rebalance.Assign([]string{"node-1", "node-2"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := rebalance.Assign([]string{"node-1", "node-2", "node-4"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := rebalance.Moves(before, after); res.Moved != want.Moved {
+		t.Errorf("moved %d, want %d (from the assignment without the drained member)", res.Moved, want.Moved)
+	}
+	for _, req := range []PlanRequest{{Add: []string{"node-3"}}, {Remove: []string{"node-3"}}} {
+		if _, err := PlanFrom(st, p, req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("PlanFrom(%+v) = %v, want ErrInvalid", req, err)
+		}
+	}
+}
+
 func TestGuessedNames(t *testing.T) {
 	for _, tc := range []struct {
 		members []string

@@ -30,6 +30,9 @@ type Config struct {
 	// Suspend serves POST /api/v1/jobs/{name}/suspend and /resume (ops.go);
 	// nil serves 404.
 	Suspend SuspendFunc
+	// Trigger serves POST /api/v1/jobs/{name}/trigger (trigger.go); nil
+	// serves 404.
+	Trigger TriggerFunc
 }
 
 // Feed returns the ownership changes recorded after seq, oldest first, the
@@ -131,6 +134,9 @@ func newMux(cfg Config) (*routeMux, error) {
 	if cfg.Suspend != nil {
 		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", suspendHandler(cfg.Suspend, true))
 		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", suspendHandler(cfg.Suspend, false))
+	}
+	if cfg.Trigger != nil {
+		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", triggerHandler(cfg.Trigger))
 	}
 	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /{$}", servePage)

@@ -1,13 +1,14 @@
 // Package dashboard serves a replica's HTTP surface: the page at /, the
 // state API (/api/v1/state), the jobs API (/api/v1/jobs, paged and
-// searchable), a job's run history (/api/v1/jobs/{name}/runs), the operator
-// actions (POST /api/v1/jobs/{name}/suspend and /resume), the event stream
-// of ownership changes (/api/v1/events, server-sent events), the OpenAPI
-// document (/api/v1/openapi.json), /healthz, /readyz and /metrics. Every
-// handler is backed by a function the caller supplies (Config), so the
-// package knows nothing of etcd; only the POST routes' functions write, and
-// package httpauth gives them the operate role by their method. Routes
-// lists what New registers; a test holds it equal to openapi.json.
+// searchable), a job's run history (/api/v1/jobs/{name}/runs), the
+// operator actions (POST /api/v1/jobs/{name}/trigger, /suspend and
+// /resume), the event stream of ownership changes (/api/v1/events,
+// server-sent events), the OpenAPI document (/api/v1/openapi.json),
+// /healthz, /readyz and /metrics. Every handler is backed by a function the
+// caller supplies (Config), so the package knows nothing of etcd; only the
+// POST routes' functions write, and package httpauth gives them the
+// operate role by their method. Routes lists what New registers; a test
+// holds it equal to openapi.json.
 //
 // New builds the whole handler in one place, so a middleware (auth, TLS
 // redirects) wraps it once.

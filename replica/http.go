@@ -68,6 +68,7 @@ func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (htt
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Runs:    r.jobRuns(sched),
 		Suspend: r.suspendRoute(),
+		Trigger: r.triggerRoute(),
 		Changes: changeFeed(mgr),
 	})
 }

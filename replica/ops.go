@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/dashboard"
@@ -44,6 +45,23 @@ func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 		if res.Changed {
 			r.log.Info("job suspend or resume over HTTP", "job", name, "action", res.Action, "suspended", res.Suspended, "revision", res.Revision)
 		}
+		return res, nil
+	}
+}
+
+// triggerRoute serves POST /api/v1/jobs/{name}/trigger: control's
+// TriggerAndWait, as `shardcron trigger [--wait]` does. A trigger that had
+// no outcome within the wait answers 504 with the trigger beside the error.
+func (r *Replica) triggerRoute() dashboard.TriggerFunc {
+	return func(ctx context.Context, name, by string, wait time.Duration) (any, error) {
+		res, err := control.TriggerAndWait(ctx, r.cli, r.ks, name, by, wait)
+		if errors.Is(err, control.ErrNotPickedUp) || errors.Is(err, control.ErrNoOutcome) {
+			return res, fmt.Errorf("%w: %w", dashboard.ErrTimeout, err)
+		}
+		if err != nil {
+			return nil, httpError(err)
+		}
+		r.log.Info("job triggered over HTTP", "job", name, "trigger", res.ID, "shard", res.Shard, "by", by)
 		return res, nil
 	}
 }

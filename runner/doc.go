@@ -9,9 +9,12 @@
 // Shardcron-Cluster, Shardcron-Job, Shardcron-Tick (RFC 3339, UTC),
 // Shardcron-Shard, Shardcron-Fencing-Token and Shardcron-Node (and
 // Shardcron-Rerun: true when the tick is run again after an interrupted
-// run). Exec jobs get the same as the environment variables
-// SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK, SHARDCRON_SHARD,
-// SHARDCRON_FENCING_TOKEN, SHARDCRON_NODE (and SHARDCRON_RERUN=true).
+// run; Shardcron-Trigger: manual and Shardcron-Trigger-Id on a manual tick;
+// Shardcron-Attempt on a retry). Exec jobs get the same as the environment
+// variables SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK,
+// SHARDCRON_SHARD, SHARDCRON_FENCING_TOKEN, SHARDCRON_NODE (and
+// SHARDCRON_RERUN=true, SHARDCRON_TRIGGER=manual, SHARDCRON_TRIGGER_ID,
+// SHARDCRON_ATTEMPT).
 // In-process handlers read it with IdentityFrom. A job cannot override the
 // identity: its own headers and env of the same names are replaced.
 //

@@ -25,7 +25,10 @@ const (
 	EnvShard        = "SHARDCRON_SHARD"
 	EnvFencingToken = "SHARDCRON_FENCING_TOKEN"
 	EnvNode         = "SHARDCRON_NODE"
-	EnvRerun        = "SHARDCRON_RERUN" // "true" on a re-run; absent otherwise
+	EnvRerun        = "SHARDCRON_RERUN"      // "true" on a re-run; absent otherwise
+	EnvTrigger      = "SHARDCRON_TRIGGER"    // "manual" on a manual tick; absent otherwise
+	EnvTriggerID    = "SHARDCRON_TRIGGER_ID" // the manual tick's request id
+	EnvAttempt      = "SHARDCRON_ATTEMPT"    // the attempt on a retry (2, 3, ...); absent on the first
 )
 
 // defaultPath is the PATH an exec job gets when the server has none.
@@ -59,7 +62,9 @@ func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
 		}
 		env[k] = x
 	}
-	delete(env, EnvRerun)
+	for _, k := range []string{EnvRerun, EnvTrigger, EnvTriggerID, EnvAttempt} {
+		delete(env, k)
+	}
 	env[EnvCluster] = r.Cluster
 	env[EnvJob] = r.Job.Name
 	env[EnvTick] = FormatTick(r.Tick)
@@ -68,6 +73,12 @@ func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
 	env[EnvNode] = r.Node
 	if r.Rerun {
 		env[EnvRerun] = "true"
+	}
+	if r.Trigger != "" {
+		env[EnvTrigger], env[EnvTriggerID] = "manual", r.Trigger
+	}
+	if r.Attempt > 1 {
+		env[EnvAttempt] = strconv.Itoa(r.Attempt)
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -31,7 +31,7 @@ func TestExecEnvironmentIsClean(t *testing.T) {
 	job.Env = map[string]string{"API_KEY": "${SHARDCRON_JOB_API_KEY}", "MODE": "fast",
 		"SHARDCRON_TOKEN_FORGED": "x", EnvFencingToken: "1"}
 	r := testRun(job, slidingDeadline{time.Minute})
-	r.Rerun = true
+	r.Rerun, r.Trigger, r.Attempt = true, "7f3a9c", 2
 	res := rn.Run(context.Background(), r)
 	if res.Status != scheduler.StatusSucceeded {
 		t.Fatalf("status %s (%s): %s", res.Status, res.Detail, res.Output)
@@ -49,6 +49,7 @@ func TestExecEnvironmentIsClean(t *testing.T) {
 		"API_KEY": "k-123", "MODE": "fast", "SHARDCRON_TOKEN_FORGED": "x",
 		EnvCluster: "prod-eu", EnvJob: "env-dump", EnvTick: "2026-11-29T11:30:00Z",
 		EnvShard: "517", EnvFencingToken: "90210", EnvNode: "node-7", EnvRerun: "true",
+		EnvTrigger: "manual", EnvTriggerID: "7f3a9c", EnvAttempt: "2",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -29,6 +29,13 @@ const (
 	// HeaderRerun is "true" when the tick runs again because its earlier
 	// run, under an older token, was interrupted; absent otherwise.
 	HeaderRerun = "Shardcron-Rerun"
+	// HeaderTrigger is "manual" on a run of a manual tick (shardcron
+	// trigger), HeaderTriggerID its request's id; both absent otherwise.
+	HeaderTrigger   = "Shardcron-Trigger"
+	HeaderTriggerID = "Shardcron-Trigger-Id"
+	// HeaderAttempt is the attempt of the tick on a retry (2, 3, ...);
+	// absent on the first attempt.
+	HeaderAttempt = "Shardcron-Attempt"
 )
 
 // drainBytes is how much of an unread response body is read and dropped so
@@ -158,6 +165,16 @@ func setIdentityHeaders(h http.Header, r scheduler.Run) {
 	h.Del(HeaderRerun)
 	if r.Rerun {
 		h.Set(HeaderRerun, "true")
+	}
+	h.Del(HeaderTrigger)
+	h.Del(HeaderTriggerID)
+	if r.Trigger != "" {
+		h.Set(HeaderTrigger, "manual")
+		h.Set(HeaderTriggerID, r.Trigger)
+	}
+	h.Del(HeaderAttempt)
+	if r.Attempt > 1 {
+		h.Set(HeaderAttempt, strconv.Itoa(r.Attempt))
 	}
 }
 

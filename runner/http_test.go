@@ -93,8 +93,10 @@ func TestHTTPIdentityHeaders(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, g, v)
 		}
 	}
-	if _, ok := got.Header[HeaderRerun]; ok {
-		t.Errorf("%s sent on a first run", HeaderRerun)
+	for _, h := range []string{HeaderRerun, HeaderTrigger, HeaderTriggerID, HeaderAttempt} {
+		if _, ok := got.Header[h]; ok {
+			t.Errorf("%s sent on a first attempt of a scheduled tick", h)
+		}
 	}
 	if got.Method != http.MethodPut || got.URL.RawQuery != "region=eu" {
 		t.Errorf("%s %s", got.Method, got.URL)
@@ -112,6 +114,19 @@ func TestHTTPIdentityHeaders(t *testing.T) {
 	}
 	if reqs, _ := rc.requests(); reqs[1].Header.Get(HeaderRerun) != "true" {
 		t.Errorf("rerun: %s = %q", HeaderRerun, reqs[1].Header.Get(HeaderRerun))
+	}
+
+	// A manual tick's retry says so.
+	r.Rerun, r.Trigger, r.Attempt = false, "7f3a9c", 3
+	job.HTTP.Headers[HeaderTrigger] = "scheduled" // a job cannot forge it either
+	if res := rn.Run(context.Background(), r); res.Status != scheduler.StatusSucceeded {
+		t.Fatalf("manual: status %s (%s)", res.Status, res.Detail)
+	}
+	reqs, _ = rc.requests()
+	for h, v := range map[string]string{HeaderTrigger: "manual", HeaderTriggerID: "7f3a9c", HeaderAttempt: "3"} {
+		if g := reqs[2].Header.Values(h); len(g) != 1 || g[0] != v {
+			t.Errorf("manual: %s = %q, want %q", h, g, v)
+		}
 	}
 }
 

@@ -196,6 +196,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 func (s *Scheduler) pending(rec *jobRec, ops []op, want Record, val []byte) *pendingWrite {
 	pw := &pendingWrite{rec: rec, ops: ops, want: want, sent: true, w: Write{
 		Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Value: val, Rev: rec.rev,
+		Triggers: consumed(ops),
 	}}
 	rec.writing = pw
 	return pw
@@ -242,8 +243,11 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 			rec.writing = nil
 			rec.committed, rec.rev, rec.backoff = pw.want, d.res[i].Rev, 0
 			for _, o := range pw.ops {
-				if o.kind == opClaim {
+				switch o.kind {
+				case opClaim:
 					s.claimLanded(rec, o, now)
+				case opSkipManual:
+					s.manualSkipped(rec, o)
 				}
 			}
 			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
@@ -286,6 +290,10 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 // writeFailed handles a refused or unknown write.
 func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	rec, sh := pw.rec, pw.rec.sh
+	if errors.Is(err, ErrTriggerGone) {
+		s.triggerGone(pw, err)
+		return
+	}
 	s.m.claimFailures.WithLabelValues(failureKind(err)).Inc()
 	switch {
 	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):

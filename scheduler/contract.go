@@ -99,6 +99,42 @@ type Write struct {
 	// Rev is the record's ModRevision as this owner last wrote or read it;
 	// 0 means the record must not exist.
 	Rev int64
+	// Triggers are the trigger requests of the job this write consumes:
+	// the write lands only if each still exists with its Rev, and deletes
+	// them in the same transaction (so a successor sees either the request
+	// or the claim, never both, never neither). Empty for scheduled ticks.
+	Triggers []TriggerRef
+}
+
+// TriggerRef names one trigger request: its id and its key's
+// CreateRevision.
+type TriggerRef struct {
+	ID  string
+	Rev int64
+}
+
+// Trigger is an operator's request to run a job once, now: a manual tick,
+// run on the shard's owner as a fenced claim, by the job's concurrency
+// policy, and recorded in history with its ID. The shard package hands
+// every request of a shard this node holds to Triggered, as often as it
+// likes; the scheduler acts on each once per generation.
+type Trigger struct {
+	Shard int
+	// Token is the Grant the request is handed under; a request for a
+	// generation the scheduler no longer fires is ignored (it stays in etcd
+	// for the next owner).
+	Token int64
+	Job   string
+	// ID names the request; unique, chosen by the client.
+	ID string
+	// RequestedAt is when it was requested (the client's clock). The
+	// manual tick is this instant (or now, if it is later than now), moved
+	// off whole seconds so that it never equals a scheduled tick.
+	RequestedAt time.Time
+	// By says who asked (CLI user and host, or the API's client).
+	By string
+	// Rev is the request key's CreateRevision: the claim compares it.
+	Rev int64
 }
 
 // WriteResult is the outcome of one Write.
@@ -133,6 +169,12 @@ type Run struct {
 	// Rerun is true when the tick was claimed before under an older token
 	// and is run again because that run was interrupted.
 	Rerun bool
+	// Trigger is the trigger request's id when the tick is a manual one
+	// (shardcron trigger); "" for a scheduled tick.
+	Trigger string
+	// Attempt is the attempt of the tick, from 1; more than 1 on a retry of
+	// a failed attempt (config.Retries).
+	Attempt int
 	// Deadline is the holding session's safe deadline; runners whose work
 	// can outlive the call (exec) keep their supervisor inside it. It is a
 	// DeadlineAt whenever the Grant's Deadline is one.

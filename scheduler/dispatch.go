@@ -32,6 +32,8 @@ type waitTick struct {
 	// behind: it waited behind its job's catch-up. The tick after it is
 	// held, not skipped, while it runs.
 	behind bool
+	// man is set on a manual tick (trigger.go).
+	man *manual
 }
 
 // waitHeap orders waiting ticks by tick, then job name: dispatch looks only
@@ -123,13 +125,16 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	job := rec.e.job
 	switch {
 	case !rec.firing():
+		if w.man != nil && !w.reclaim {
+			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
+		}
 		return decided // no longer ours to fire: a claim stays in flight for the successor
 	case job.Suspend && w.reclaim && w.rerun:
 		return held // re-run once the job is resumed
 	case job.Suspend:
 		s.skipTick(w, "job suspended")
 		return decided
-	case !w.reclaim && !w.ahead && !w.caughtUp && !w.tick.After(rec.hi):
+	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
 		return decided // decided already
 	}
 	if sd := job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
@@ -178,8 +183,8 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	// Not claimed yet (caught up, re-claimed, or its ahead claim lost to a
 	// stale record): claim it now; the run starts when the claim lands.
-	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim, behind: w.behind})
-	if w.tick.After(rec.hi) {
+	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim, behind: w.behind, man: w.man})
+	if w.man == nil && w.tick.After(rec.hi) {
 		rec.hi = w.tick
 	}
 	s.markDirty(rec, true)
@@ -189,6 +194,10 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 // skipTick records a due tick as skipped by policy, so no later owner runs
 // it: one claimed ahead leaves the flight list.
 func (s *Scheduler) skipTick(w *waitTick, detail string) {
+	if w.man != nil {
+		s.skipManual(w, detail)
+		return
+	}
 	rec := w.rec
 	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
 	if w.ahead || w.reclaim {

@@ -35,6 +35,12 @@
 //     decided before any timer of the shard is armed.
 //   - Writes of one job record are serialised: each carries the ModRevision
 //     this owner last wrote or read, so two writes of one owner never race.
+//   - A manual tick (Triggered, trigger.go) is a due tick off the schedule:
+//     never a whole second, it never moves the record's last claimed tick,
+//     and its claim consumes its trigger request in the same fenced write
+//     (Write.Triggers), so it runs once across owners like any claim.
+//   - Retries of a failed attempt (retry.go) stay inside the tick's run:
+//     same tick, token and slot, the safe deadline checked before each.
 //
 // # Failure model
 //

@@ -1,6 +1,9 @@
 package scheduler
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors a Store reports per write, and the cause a run's context carries.
 var (
@@ -16,7 +19,21 @@ var (
 	// ErrDeadline is the cause of a run's context when the node's safe
 	// deadline passed: the runner kills at once, without a grace period.
 	ErrDeadline = errors.New("scheduler: safe deadline passed")
+	// ErrTriggerGone: a trigger request the write consumes no longer
+	// exists (withdrawn, expired, or claimed by an earlier owner). The
+	// write did not land; a *TriggerGone says which requests.
+	ErrTriggerGone = errors.New("scheduler: trigger request gone")
 )
+
+// TriggerGone is the error of a write refused because the trigger requests
+// IDs no longer exist. It wraps ErrTriggerGone.
+type TriggerGone struct{ IDs []string }
+
+func (e *TriggerGone) Error() string {
+	return fmt.Sprintf("%v: %v", ErrTriggerGone, e.IDs)
+}
+
+func (e *TriggerGone) Unwrap() error { return ErrTriggerGone }
 
 // Errors of the scheduler itself.
 var (

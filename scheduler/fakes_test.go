@@ -16,17 +16,18 @@ import (
 // shard never granted, a record that does not decode, or a tick claimed
 // twice under one token.
 type fakeStore struct {
-	t       testing.TB
-	mu      sync.Mutex
-	rev     int64
-	fence   map[int]int64
-	lost    map[int]context.CancelCauseFunc // ends the Grant on a fence failure
-	recs    map[string]Stored               // by shard/job
-	claimed map[string]bool                 // job/tick/token ever claimed
-	byShard map[int]int                     // writes sent, by shard
-	hist    map[string][]Entry              // by shard/job: History's entries
-	commits int
-	writes  int
+	t        testing.TB
+	mu       sync.Mutex
+	rev      int64
+	fence    map[int]int64
+	lost     map[int]context.CancelCauseFunc // ends the Grant on a fence failure
+	recs     map[string]Stored               // by shard/job
+	claimed  map[string]bool                 // job/tick/token ever claimed
+	byShard  map[int]int                     // writes sent, by shard
+	hist     map[string][]Entry              // by shard/job: History's entries
+	requests map[string]int64                // trigger requests: id -> CreateRevision (consume)
+	commits  int
+	writes   int
 	// claimCommits counts Commit calls that claimed at least one tick.
 	claimCommits int
 	// inject, when set, decides a write's fate before the comparisons:
@@ -45,7 +46,8 @@ type fakeStore struct {
 
 func newFakeStore(t testing.TB) *fakeStore {
 	return &fakeStore{t: t, fence: map[int]int64{}, lost: map[int]context.CancelCauseFunc{},
-		recs: map[string]Stored{}, claimed: map[string]bool{}, byShard: map[int]int{}, hist: map[string][]Entry{}}
+		recs: map[string]Stored{}, claimed: map[string]bool{}, byShard: map[int]int{}, hist: map[string][]Entry{},
+		requests: map[string]int64{}}
 }
 
 func recKey(shard int, job string) string { return fmt.Sprintf("%d/%s", shard, job) }
@@ -96,6 +98,9 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 		}
 		if f.recs[recKey(w.Shard, w.Job)].Rev != w.Rev {
 			out[i].Err = fmt.Errorf("job %s: %w", w.Job, ErrStale)
+			continue
+		}
+		if out[i].Err = f.consume(w); out[i].Err != nil {
 			continue
 		}
 		if w.Value == nil {

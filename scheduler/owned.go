@@ -81,6 +81,9 @@ type jobRec struct {
 	waiting int      // ordinary ticks waiting (bounded by maxWaitingPerJob)
 	backlog *backlog // the rest of a catch-up; nil if none
 	hist    []Entry  // history not yet handed to History
+	// manual holds this generation's manual ticks (trigger.go), by Unix
+	// nanoseconds.
+	manual map[int64]*manual
 }
 
 func (rec *jobRec) firing() bool {

@@ -18,6 +18,14 @@ import (
 // next write.
 const RecordFormat = 1
 
+// RecordFormatManual is the format of a record while it holds a manual
+// tick in flight (Flight.Trigger). A replica of an earlier release refuses
+// such a record and parks the job rather than taking the manual tick for a
+// scheduled one (which would move its last claimed tick past ticks it never
+// decided). Once the manual run completes the record is written in format 1
+// again.
+const RecordFormatManual = 2
+
 // Record is one job's checkpoint, stored under ticks/<shard>/<job> and
 // written only under the shard's fence and the record's own ModRevision. It
 // carries only what catch-up needs (DESIGN.md "What a fire costs etcd").
@@ -48,6 +56,9 @@ type Flight struct {
 	Tick  time.Time `json:"tick"`
 	Token int64     `json:"token"`
 	Rerun bool      `json:"rerun,omitempty"`
+	// Trigger is the trigger request's id of a manual tick, which is not
+	// part of the schedule: it never moves LastClaimed.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // Entry is one run, or a run of skipped ticks, in a job's history.
@@ -66,6 +77,13 @@ type Entry struct {
 	First time.Time `json:"first,omitzero"`
 	// Output is the run's captured output, bounded, with a truncation marker.
 	Output string `json:"output,omitempty"`
+	// Trigger is the trigger request's id of a manual tick; "" for a
+	// scheduled one. TriggeredBy says who asked.
+	Trigger     string `json:"trigger,omitempty"`
+	TriggeredBy string `json:"triggered_by,omitempty"`
+	// Attempts is how many attempts the run took when it took more than
+	// one (config.Retries); 0 otherwise.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // DecodeRecord decodes a stored record. It refuses a newer format with
@@ -75,8 +93,8 @@ func DecodeRecord(b []byte) (Record, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Record{}, fmt.Errorf("%w: %v", ErrRecordFormat, err)
 	}
-	if r.Format < 1 || r.Format > RecordFormat {
-		return Record{}, fmt.Errorf("%w: format %d, this binary knows up to %d", ErrRecordFormat, r.Format, RecordFormat)
+	if r.Format < 1 || r.Format > RecordFormatManual {
+		return Record{}, fmt.Errorf("%w: format %d, this binary knows up to %d", ErrRecordFormat, r.Format, RecordFormatManual)
 	}
 	return r, nil
 }
@@ -84,6 +102,9 @@ func DecodeRecord(b []byte) (Record, error) {
 // Encode returns the record's stored form.
 func (r Record) Encode() ([]byte, error) {
 	r.Format = RecordFormat
+	if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger != "" }) {
+		r.Format = RecordFormatManual
+	}
 	return json.Marshal(r)
 }
 
@@ -91,10 +112,11 @@ func (r Record) Encode() ([]byte, error) {
 type opKind uint8
 
 const (
-	opClaim    opKind = iota + 1 // tick claimed to run, now or ahead of its time
-	opComplete                   // run ended: out of flight
-	opSkip                       // ticks skipped by policy, never claimed
-	opDrop                       // a claimed tick skipped by policy at its time: out of flight
+	opClaim      opKind = iota + 1 // tick claimed to run, now or ahead of its time
+	opComplete                     // run ended: out of flight
+	opSkip                         // ticks skipped by policy, never claimed
+	opDrop                         // a claimed tick skipped by policy at its time: out of flight
+	opSkipManual                   // a manual tick skipped or refused: its request consumed, out of flight
 )
 
 // op is one change to a record; a write carries a list of them, applied in
@@ -107,6 +129,8 @@ type op struct {
 	late   bool  // opClaim of a tick caught up or taken over: forbid holds later ticks behind its run
 	behind bool  // opClaim of a tick that waited behind a catch-up: forbid holds the next tick
 	count  int64 // opSkip: ticks it stands for (0 means 1)
+	// man is set on the claim or skip of a manual tick (trigger.go).
+	man *manual
 }
 
 // apply returns rec with ops applied by the owner holding token.
@@ -122,10 +146,13 @@ func apply(rec Record, token int64, ops []op) Record {
 			// A re-claim takes over the flight of the same tick left by an
 			// older token.
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) })
-			rec.InFlight = append(rec.InFlight, Flight{Tick: o.tick, Token: token, Rerun: o.rerun})
-			if o.tick.After(rec.LastClaimed) {
+			fl := Flight{Tick: o.tick, Token: token, Rerun: o.rerun}
+			if o.man != nil {
+				fl.Trigger = o.man.id
+			} else if o.tick.After(rec.LastClaimed) {
 				rec.LastClaimed = o.tick
 			}
+			rec.InFlight = append(rec.InFlight, fl)
 		case opComplete, opDrop:
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool {
 				return f.Tick.Equal(o.tick) && f.Token == token
@@ -133,6 +160,9 @@ func apply(rec Record, token int64, ops []op) Record {
 			if o.kind == opDrop {
 				rec.Skipped++
 			}
+		case opSkipManual:
+			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Trigger == o.man.id })
+			rec.Skipped++
 		case opSkip:
 			rec.Skipped += max(o.count, 1)
 			if o.tick.After(rec.LastClaimed) {

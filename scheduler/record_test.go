@@ -21,7 +21,7 @@ func TestRecordRoundTripAndFormat(t *testing.T) {
 	if err != nil || got.Format != RecordFormat || !got.LastClaimed.Equal(t0) || len(got.History) != 1 {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	for _, bad := range []string{`{"format":2,"job":"j"}`, `{"job":"j"}`, `not json`} {
+	for _, bad := range []string{`{"format":3,"job":"j"}`, `{"job":"j"}`, `not json`} {
 		if _, err := DecodeRecord([]byte(bad)); !errors.Is(err, ErrRecordFormat) {
 			t.Errorf("DecodeRecord(%s): %v, want ErrRecordFormat", bad, err)
 		}

@@ -15,6 +15,7 @@ type run struct {
 	late    bool      // caught up or taken over: forbid skips nothing behind it
 	behind  bool      // waited behind a late run: forbid holds, not skips, the tick after it
 	started time.Time // when the claim landed and the run began
+	man     *manual   // set on a manual tick
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 }
@@ -24,6 +25,7 @@ type runDone struct {
 	res        Result
 	start, end time.Time
 	ran        bool
+	attempts   int   // attempts made (retries.go)
 	cause      error // the run context's cancellation cause; nil if none
 }
 
@@ -31,7 +33,8 @@ type runDone struct {
 // shard's context (so a loss cancels it with the loss's cause).
 func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bool, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
-	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel}
+	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel,
+		man: rec.manualAt(tick)}
 	if rec.runs == nil {
 		rec.runs = make(map[*run]struct{}, 1)
 	}
@@ -49,6 +52,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,
+		Trigger:  r.man.ID(),
 		Deadline: newRunDeadline(rec.sh.g),
 	}
 	s.wg.Go(func() { s.execute(r, spec) })
@@ -143,7 +147,7 @@ func (s *Scheduler) execute(r *run, spec Run) {
 			defer stop()
 		}
 		d.ran = true
-		d.res = s.runner.Run(ctx, spec)
+		d.res, d.attempts = s.attempt(ctx, r, spec)
 		if errors.Is(context.Cause(ctx), errTimeout) && d.res.Status != StatusSucceeded {
 			d.res.Status = StatusTimedOut
 			if d.res.Detail == "" {
@@ -189,6 +193,12 @@ func (s *Scheduler) runEnded(d runDone) {
 	}
 	dur := d.end.Sub(d.start)
 	args := append(rec.logArgs(), "tick", r.tick, "outcome", status, "duration_ms", dur.Milliseconds(), "rerun", r.rerun)
+	if r.man != nil {
+		args = append(args, "trigger", r.man.id)
+	}
+	if d.attempts > 1 {
+		args = append(args, "attempts", d.attempts)
+	}
 	if d.res.Detail != "" {
 		args = append(args, "detail", d.res.Detail)
 	}
@@ -203,10 +213,18 @@ func (s *Scheduler) runEnded(d runDone) {
 	if sh.state != stopped && !rec.parked {
 		rec.queue(op{kind: opComplete, tick: r.tick})
 		s.markDirty(rec, false)
-		s.addHistory(rec, Entry{
+		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
 			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,
-		})
+		}
+		if d.attempts > 1 {
+			e.Attempts = d.attempts
+		}
+		if r.man != nil {
+			r.man.done = true
+			e.Trigger, e.TriggeredBy = r.man.id, r.man.by
+		}
+		s.addHistory(rec, e)
 	}
 	s.unpark(rec)
 	s.checkIdle(sh)

@@ -37,7 +37,7 @@ type Scheduler struct {
 	jobsChanged chan struct{}         // buffered 1; SetJobs signals Run
 	owned       []atomic.Bool         // by shard; for Jobs()
 	reqs        chan request          // Acquired and Drain hand to Run; never closed
-	events      chan event            // what Run's goroutines report; never closed
+	events      chan event            // what Run's goroutines and Triggered report; never closed
 	quit        chan struct{}         // closed by Run when its loop has ended
 	started     atomic.Bool
 
@@ -167,15 +167,16 @@ func (r acquireReq) serve(s *Scheduler) {
 
 func (r drainReq) serve(s *Scheduler) { r.reply <- s.drain(r.shard, time.Now()) }
 
-// event is what a goroutine Run started reports back to it; Run applies
-// it on its own goroutine. The set is closed; these are all of it.
+// event is what a goroutine Run started, or Triggered, reports back to it;
+// Run applies it on its own goroutine. The set is closed; these are all of it.
 type event interface{ apply(s *Scheduler) }
 
-func (ev lostEvent) apply(s *Scheduler)   { s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost)) }
-func (ev runDone) apply(s *Scheduler)     { s.runEnded(ev) }
-func (ev commitDone) apply(s *Scheduler)  { s.committed(ev, time.Now()) }
-func (ev loadDone) apply(s *Scheduler)    { s.loaded(ev) }
-func (ev historyDone) apply(s *Scheduler) { s.historyWritten(ev) }
+func (ev lostEvent) apply(s *Scheduler)    { s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost)) }
+func (ev runDone) apply(s *Scheduler)      { s.runEnded(ev) }
+func (ev commitDone) apply(s *Scheduler)   { s.committed(ev, time.Now()) }
+func (ev loadDone) apply(s *Scheduler)     { s.loaded(ev) }
+func (ev historyDone) apply(s *Scheduler)  { s.historyWritten(ev) }
+func (ev triggerEvent) apply(s *Scheduler) { s.triggered(ev.t, time.Now()) }
 
 // step does what is due at now: claims ahead, fires due ticks, retries
 // writes, dispatches waiting ticks and sends the writes that are due.

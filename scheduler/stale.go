@@ -99,6 +99,9 @@ func (s *Scheduler) loaded(d loadDone) {
 	now := time.Now()
 	live := sh.state == firing && !rec.removed
 	for _, o := range d.pw.ops {
+		if s.reloadedManual(rec, o, r, live, mine(o.tick), &requeue) {
+			continue
+		}
 		switch o.kind {
 		case opClaim:
 			switch {

@@ -86,6 +86,7 @@ func (l *loop) grant(s int, tok lease.Token, marker *lease.Marker, acquired time
 		cp.Released = &scheduler.Released{StoppedAt: marker.StoppedAt, Token: marker.Generation}
 	}
 	l.m.h.Acquired(scheduler.Grant{Shard: s, Token: tok.Generation, Lost: h.lost, Deadline: l.sess, Checkpoint: cp})
+	l.m.trig.grantedShard(s, tok.Generation)
 	l.send(acquireDone{shard: s, h: h})
 }
 

@@ -57,6 +57,9 @@ type Config struct {
 	OrphanAfter time.Duration
 	// AcquireParallelism bounds concurrent acquisitions. Default 64.
 	AcquireParallelism int
+	// TriggerExpiry is how old a trigger request may grow before the owner
+	// of its shard deletes it unrun (logged). Default 10 min.
+	TriggerExpiry time.Duration
 	// Logger receives the Manager's messages. Default: discard.
 	Logger *slog.Logger
 	// Registerer, when not nil, receives the Manager's metrics.
@@ -87,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.AcquireParallelism == 0 {
 		c.AcquireParallelism = DefaultAcquireParallelism
 	}
+	if c.TriggerExpiry == 0 {
+		c.TriggerExpiry = DefaultTriggerExpiry
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -116,6 +122,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: OrphanAfter %v is under the lease TTL %v", ErrInvalidConfig, c.OrphanAfter, c.Lease.TTL)
 	case c.AcquireParallelism < 1:
 		return fmt.Errorf("%w: AcquireParallelism %d is under 1", ErrInvalidConfig, c.AcquireParallelism)
+	case c.TriggerExpiry < time.Second:
+		return fmt.Errorf("%w: TriggerExpiry %v is under 1s", ErrInvalidConfig, c.TriggerExpiry)
 	}
 	for _, r := range c.Node {
 		if r == '/' || r < ' ' || r == 0x7f {

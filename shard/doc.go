@@ -7,7 +7,10 @@
 // says is held, then acquires desired free shards, releases undesired ones
 // (Handler.Drain, then a batched lease.Release) and takes orphans. It also
 // implements scheduler.Store, the fenced writes of job records, and
-// scheduler.History, run history in segments under runs/ (history.go).
+// scheduler.History, run history in segments under runs/ (history.go). It
+// hands trigger requests of the shards it holds to a Handler that takes
+// them (trigger.go), and counts a member with a drain flag as absent
+// (drain.go).
 //
 // Invariants:
 //   - This node acts for a shard only under a token its own Acquire

@@ -30,6 +30,8 @@ import (
 //	o   output, at most maxHistoryOutput bytes with a truncation marker
 //	r   1 when the run was a re-run
 //	c   count of skipped ticks, f first skipped tick as ms before the tick
+//	g   the trigger request's id of a manual tick, b who requested it
+//	a   attempts, when the run took more than one (retries)
 //
 // Start, end and first are kept to the millisecond (floored); ticks exactly. "v" is the
 // format version, absent for 1; readers skip segments of a newer format
@@ -68,6 +70,9 @@ type entryWire struct {
 	R  int     `json:"r,omitempty"`
 	C  int64   `json:"c,omitempty"`
 	F  *int64  `json:"f,omitempty"`
+	G  string  `json:"g,omitempty"`
+	B  string  `json:"b,omitempty"`
+	A  int     `json:"a,omitempty"`
 }
 
 var statusCode = map[scheduler.Status]string{
@@ -121,6 +126,7 @@ func encodeSegment(seq int64, entries []scheduler.Entry) ([]byte, error) {
 			x.R = 1
 		}
 		x.C = e.Count
+		x.G, x.B, x.A = e.Trigger, truncate(e.TriggeredBy, maxHistoryDetail), e.Attempts
 		if !e.First.IsZero() {
 			x.F = ptr(tms - unixMs(e.First))
 		}
@@ -144,7 +150,8 @@ func decodeSegment(seq int64, b []byte) ([]scheduler.Entry, error) {
 	for i, x := range w.E {
 		tms := base - x.T
 		tick := time.Unix(0, tms*1e6+x.TN).UTC()
-		e := scheduler.Entry{Tick: tick, Detail: x.M, Output: x.O, Node: w.N, Token: w.K, Rerun: x.R == 1, Count: x.C}
+		e := scheduler.Entry{Tick: tick, Detail: x.M, Output: x.O, Node: w.N, Token: w.K, Rerun: x.R == 1, Count: x.C,
+			Trigger: x.G, TriggeredBy: x.B, Attempts: x.A}
 		if s, ok := codeStatus[x.X]; ok {
 			e.Status = s
 		} else {

@@ -25,7 +25,7 @@ func entryAt(t time.Time, node string, token int64) scheduler.Entry {
 // end to the millisecond, ticks exactly). When Entry gains a field, this
 // fails until histcodec.go stores it.
 func TestHistoryCodecRoundTrip(t *testing.T) {
-	known := "Tick Start End Status Detail Node Token Rerun Count First Output"
+	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts"
 	typ := reflect.TypeFor[scheduler.Entry]()
 	for i := range typ.NumField() {
 		if !strings.Contains(" "+known+" ", " "+typ.Field(i).Name+" ") {
@@ -38,6 +38,8 @@ func TestHistoryCodecRoundTrip(t *testing.T) {
 		{Tick: tick.Add(123456789), Start: tick.Add(200 * time.Millisecond), Status: scheduler.StatusCancelled, Node: "", Token: 12, Rerun: true},
 		{Tick: tick, Start: tick.Add(-5 * time.Millisecond), End: tick.Add(2 * time.Second), Status: "exotic", Output: strings.Repeat("é", 2000), Node: "node-1", Token: 12},
 		{Tick: tick.Add(time.Second), End: tick.Add(3 * time.Second), Status: scheduler.StatusTimedOut, Node: "node-1", Token: 12},
+		{Tick: tick.Add(1500 * time.Microsecond), Start: tick.Add(2 * time.Millisecond), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
+			Trigger: "9c1f", TriggeredBy: "ops@bastion", Attempts: 3},
 	}
 	seq := tick.Add(5 * time.Second).UnixNano()
 	b, err := encodeSegment(seq, in)

@@ -47,6 +47,7 @@ type loop struct {
 
 	members string // the counted member list the assignment was built from
 	ranks   []int  // this node's preference rank per shard; nil: not computed
+	drained bool   // this node's drain flag, as last logged
 }
 
 func newLoop(m *Manager, sess *lease.Session) *loop {

@@ -65,6 +65,8 @@ type Manager struct {
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
 
 	hist histCache // run history segments per (shard, token, job); history.go
+
+	trig *triggers // trigger requests; nil unless the Handler takes them (trigger.go); set by Run
 }
 
 // holding is one shard this node holds under its current session.
@@ -149,6 +151,10 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	}
 	m.h = h // before the loop's goroutines start: they read it unlocked
 	defer m.bg.Wait()
+	if th, ok := m.h.(TriggerHandler); ok {
+		m.trig = newTriggers(m, th) // before any acquisition: grant reads it
+		m.bg.Go(func() { m.trig.run(ctx) })
+	}
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0
 	for ctx.Err() == nil {

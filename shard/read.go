@@ -44,8 +44,13 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 	}
 	st := State{Shards: meta.Shards, ShardSet: make([]ShardState, meta.Shards), Unowned: meta.Shards}
 	var names []string
+	drained := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		key := string(kv.Key)
+		if node, ok := ks.DrainFromKey(key); ok {
+			drained[node] = true
+			continue
+		}
 		if node, ok := ks.MemberFromKey(key); ok {
 			var info MemberInfo
 			_ = json.Unmarshal(kv.Value, &info) // an unreadable member still counts by name
@@ -63,6 +68,11 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 		st.Unowned--
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
+	for i := range st.Members {
+		st.Members[i].Drained = drained[st.Members[i].Node]
+		st.Members[i].Counted = !st.Members[i].Drained
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return drained[n] })
 	desired, err := rebalance.Assign(names, meta.Params())
 	if err != nil {
 		return State{}, err

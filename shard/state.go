@@ -49,8 +49,11 @@ type MemberState struct {
 	Started time.Time `json:"started"`
 	Version string    `json:"version,omitempty"`
 	// Counted: the member has settled and counts in the assignment (as
-	// this node sees it).
+	// this node sees it); a drained member never counts.
 	Counted bool `json:"counted"`
+	// Drained: the member has a drain flag (shardcron drain): it hands
+	// over its shards and takes none.
+	Drained bool `json:"drained"`
 	// Owns and Desired count the shards the member holds and the shards
 	// the assignment gives it.
 	Owns    int `json:"owns"`
@@ -100,8 +103,9 @@ func (m *Manager) State() State {
 			RemainingMs: max(0, m.sess.Remaining().Milliseconds())}
 	}
 	for n, mv := range m.v.members {
+		drained := m.v.drained[n]
 		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
-			Version: mv.info.Version, Counted: mv.counted, Lease: mv.lease})
+			Version: mv.info.Version, Counted: mv.counted && !drained, Drained: drained, Lease: mv.lease})
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
 	for s := range st.ShardSet {

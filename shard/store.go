@@ -59,7 +59,7 @@ func (s store) batch(writes []scheduler.Write, pending []int) (batch, rest []int
 	used := 0
 	for _, i := range pending {
 		w := writes[i]
-		cost := 1 // the record's comparison (its put or delete is in the other list)
+		cost := 1 + len(w.Triggers) // the record's comparison and its requests' (puts and deletes are in the other list)
 		if !shards[w.Shard] {
 			cost++
 		}
@@ -129,14 +129,14 @@ func (s store) live(writes []scheduler.Write, batch []int, res []scheduler.Write
 	return m.sess, live
 }
 
-// txnPlan is one transaction: a fence comparison per shard and a
-// revision comparison per write; its failure branch reads every compared
-// key.
+// txnPlan is one transaction: a fence comparison per shard, a revision
+// comparison per write and one per trigger request the write consumes; its
+// failure branch reads every compared key.
 type txnPlan struct {
 	cmps       []clientv3.Cmp
 	ops, reads []clientv3.Op
 	fence      map[int]int // shard -> index of its read in reads
-	recRead    map[int]int // write index -> index of its read
+	recRead    map[int]int // write index -> index of its read; its requests' reads follow
 }
 
 // build makes the transaction for the live writes.
@@ -163,6 +163,8 @@ func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 		}
 		t.recRead[i] = len(t.reads)
 		t.reads = append(t.reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
+		c, o, r := m.triggerCmps(w)
+		t.cmps, t.ops, t.reads = append(t.cmps, c...), append(t.ops, o...), append(t.reads, r...)
 	}
 	return t
 }
@@ -181,8 +183,8 @@ func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clien
 
 // classify reads a failed transaction's failure branch: writes of a shard
 // whose fence failed get ErrShardLost (and the shard's Grant ends), writes
-// whose record changed get ErrStale; the others are returned to be sent
-// again.
+// whose record changed get ErrStale, writes whose trigger requests are gone
+// a *scheduler.TriggerGone; the others are returned to be sent again.
 func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *clientv3.TxnResponse, res []scheduler.WriteResult) (retry []int) {
 	lost := map[int]bool{}
 	for shard, j := range t.fence {
@@ -210,6 +212,9 @@ func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *c
 		}
 		if rev != w.Rev {
 			res[i].Err = fmt.Errorf("%w: shard %d job %s: revision %d, expected %d", scheduler.ErrStale, w.Shard, w.Job, rev, w.Rev)
+			continue
+		}
+		if res[i].Err = triggersGone(w, resp, t.recRead[i]+1); res[i].Err != nil {
 			continue
 		}
 		retry = append(retry, i)

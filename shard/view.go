@@ -16,6 +16,8 @@ type view struct {
 	shards  map[int]shardView
 	// freeSince is when each shard without a key was first seen free.
 	freeSince map[int]time.Time
+	// drained holds the nodes with a drain flag (drain.go); nil if none.
+	drained map[string]bool
 }
 
 type memberView struct {
@@ -81,6 +83,9 @@ func (l *loop) event(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) {
 
 func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, now time.Time, old *view, initial bool) {
 	key := string(kv.Key)
+	if l.applyDrain(v, typ, key) {
+		return
+	}
 	if node, ok := l.m.ks.MemberFromKey(key); ok {
 		if typ == mvccpb.DELETE {
 			delete(v.members, node)
@@ -124,7 +129,8 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 func (l *loop) counted(now time.Time) ([]string, time.Time) {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
-	return l.v.counted(now, l.m.cfg.SettleDelay)
+	names, next := l.v.counted(now, l.m.cfg.SettleDelay)
+	return l.undrained(names), next
 }
 
 // settleHold bounds, in settle delays, how long a stream of joins holds

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardcron/shardcron/control"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The operator commands: suspend, resume, history and plan. Each is a thin
@@ -88,7 +89,8 @@ func newHistoryCmd() *cobra.Command {
 		Short: "Show a job's last runs, with their output",
 		Long: `History reads a job's run history straight from etcd, newest first: each
 run's tick, node, fencing token, start, end, status, whether it was a re-run,
-and its output (the first bytes of an HTTP response or of an exec job's
+the trigger id of a manual run (shardcron trigger) and who asked, the attempts
+of a retried run, and its output (the first bytes of an HTTP response or of an exec job's
 stdout and stderr). The history outlives the replica that ran the job.`,
 		Args: cobra.ExactArgs(1),
 	}
@@ -119,17 +121,13 @@ stdout and stderr). The history outlives the replica that ran the job.`,
 func historyTable(w io.Writer, r control.HistoryResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "job %s (shard %d): %d runs, newest first\n\n", r.Job, r.Shard, len(r.Runs))
-	fmt.Fprintln(tw, "TICK\tSTATUS\tNODE\tTOKEN\tSTART\tEND\tRERUN\tDETAIL")
+	fmt.Fprintln(tw, "TICK\tSTATUS\tNODE\tTOKEN\tSTART\tEND\tRERUN\tTRIGGER\tDETAIL")
 	for _, e := range r.Runs {
 		rerun := ""
 		if e.Rerun {
 			rerun = "yes"
 		}
-		detail := e.Detail
-		if e.Count > 1 {
-			detail = strings.TrimSpace(fmt.Sprintf("%d ticks from %s %s", e.Count, stamp(e.First), detail))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", stamp(e.Tick), e.Status, dash(e.Node), e.Token, stamp(e.Start), stamp(e.End), rerun, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", stamp(e.Tick), e.Status, dash(e.Node), e.Token, stamp(e.Start), stamp(e.End), rerun, dash(e.Trigger), entryDetail(e))
 		if e.Output != "" {
 			for _, line := range strings.Split(strings.TrimRight(e.Output, "\n"), "\n") {
 				fmt.Fprintf(tw, "  | %s\n", line)
@@ -137,6 +135,25 @@ func historyTable(w io.Writer, r control.HistoryResult) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// entryDetail is a history entry's detail with what the columns leave out:
+// the ticks a skip stands for, who triggered a manual run, its attempts.
+func entryDetail(e scheduler.Entry) string {
+	var parts []string
+	if e.Count > 1 {
+		parts = append(parts, fmt.Sprintf("%d ticks from %s", e.Count, stamp(e.First)))
+	}
+	if e.TriggeredBy != "" {
+		parts = append(parts, "by "+e.TriggeredBy)
+	}
+	if e.Attempts > 1 {
+		parts = append(parts, fmt.Sprintf("%d attempts", e.Attempts))
+	}
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func dash(s string) string {
@@ -159,7 +176,8 @@ prints how many and which shards would change owner if the members changed
 as asked, against the least any placement could move (the ideal). --add and
 --remove name the nodes and are exact; --replicas N guesses the names of the
 nodes that join (the members' numbering continued) or leave (the highest
-numbers), since placement depends on names.`,
+numbers), since placement depends on names. Drained members (shardcron drain)
+count as absent, as they do in the assignment.`,
 		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
@@ -195,6 +213,9 @@ func planTable(w io.Writer, r control.PlanResult) error {
 		fmt.Fprintf(tw, "; leaving %s", strings.Join(r.Removed, ", "))
 	}
 	fmt.Fprintln(tw)
+	if len(r.Drained) > 0 {
+		fmt.Fprintf(tw, "drained, counted as absent: %s\n", strings.Join(r.Drained, ", "))
+	}
 	if r.AssumedNames {
 		fmt.Fprintln(tw, "(names guessed from the members' numbering; --add/--remove NODE give exact names)")
 	}

@@ -50,9 +50,13 @@ func newStatusCmd() *cobra.Command {
 func writeStatusTable(w io.Writer, r replica.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "cluster %s: %d shards, %d without an owner, %d members\n\n", r.Cluster, r.Shards, r.Unowned, len(r.Members))
-	fmt.Fprintln(tw, "MEMBER\tSHARDS\tADDRESS\tSTARTED\tVERSION")
+	fmt.Fprintln(tw, "MEMBER\tSHARDS\tADDRESS\tSTARTED\tVERSION\tSTATE")
 	for _, m := range r.Members {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.Node, m.Owned, m.Address, stamp(m.Started), m.Version)
+		state := "-"
+		if m.Drained {
+			state = "drained"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", m.Node, m.Owned, m.Address, stamp(m.Started), m.Version, state)
 	}
 	fmt.Fprintln(tw, "\nSHARD\tOWNER\tTOKEN\tSINCE\tDESIRED")
 	for _, s := range r.ShardSet {

@@ -1,0 +1,197 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// Errors of trigger and drain, checked with errors.Is. ErrNoJob wraps
+// ErrNotFound, ErrSuspended and ErrLastMember wrap ErrConflict, so callers
+// that map the package's general sentinels need nothing more.
+var (
+	// ErrNoJob: the cluster's job set has no job of that name.
+	ErrNoJob = fmt.Errorf("%w: no such job", ErrNotFound)
+	// ErrSuspended: the job is suspended (by the jobs file or by
+	// `shardcron suspend`); a trigger is refused.
+	ErrSuspended = fmt.Errorf("%w: job is suspended", ErrConflict)
+	// ErrNotPickedUp: no owner took the trigger within the wait; it was
+	// withdrawn and will not run.
+	ErrNotPickedUp = errors.New("control: trigger not picked up")
+	// ErrNoOutcome: the owner took the trigger but its run had no recorded
+	// outcome within the wait; it still runs.
+	ErrNoOutcome = errors.New("control: no outcome yet")
+	// ErrLastMember: draining the node would leave no member to take
+	// shards.
+	ErrLastMember = fmt.Errorf("%w: no other member would take the shards", ErrConflict)
+)
+
+// Triggered is a trigger request as written.
+type Triggered struct {
+	Job         string    `json:"job"`
+	ID          string    `json:"id"`
+	Shard       int       `json:"shard"`
+	RequestedAt time.Time `json:"requested_at"`
+	By          string    `json:"by,omitempty"`
+	// Owner is the shard's owner when the request was written; "" when no
+	// replica held it (the request then waits for one).
+	Owner string `json:"owner,omitempty"`
+	// Rev is the request key's CreateRevision.
+	Rev int64 `json:"-"`
+}
+
+// TriggerResult is a trigger and, when it was waited for, its run.
+type TriggerResult struct {
+	Triggered
+	Run *scheduler.Entry `json:"run,omitempty"`
+}
+
+// Trigger asks the owner of job's shard to run it once, now: it checks the
+// job exists in the cluster's effective job set (overrides applied) and is
+// not suspended, then writes the request (nothing else). by says who asks,
+// for history and logs.
+func Trigger(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, by string) (Triggered, error) {
+	meta, err := shard.ReadMeta(ctx, cli, ks)
+	if err != nil {
+		return Triggered{}, err
+	}
+	set, err := jobstore.LoadEffective(ctx, cli, ks)
+	if err != nil {
+		return Triggered{}, err
+	}
+	if err := triggerable(set, job); err != nil {
+		return Triggered{}, err
+	}
+	id, err := newID()
+	if err != nil {
+		return Triggered{}, err
+	}
+	t := Triggered{Job: job, ID: id, Shard: keyspace.ShardOf(job, meta.Shards), RequestedAt: time.Now().UTC(), By: by}
+	val, _ := json.Marshal(shard.TriggerRequest{Format: shard.TriggerFormat, RequestedAt: t.RequestedAt, By: by})
+	key := ks.Trigger(t.Shard, job, id)
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(val)), clientv3.OpGet(ks.Shard(t.Shard))).Commit()
+	if err != nil {
+		return Triggered{}, fmt.Errorf("control: write trigger request: %w", err)
+	}
+	if !resp.Succeeded {
+		return Triggered{}, fmt.Errorf("control: trigger id %s already in use; try again", id)
+	}
+	t.Rev = resp.Header.Revision
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		var o shard.OwnerInfo
+		if json.Unmarshal(kvs[0].Value, &o) == nil {
+			t.Owner = o.Node
+		}
+	}
+	return t, nil
+}
+
+// Wait follows a trigger to its outcome in the job's history, polling
+// every `every`, until ctx ends. Then it withdraws the request if no owner
+// has taken it (ErrNotPickedUp: it will not run), or reports ErrNoOutcome
+// (taken: it runs, or ran and its history is not written yet).
+func Wait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, t Triggered, every time.Duration) (scheduler.Entry, error) {
+	ref := []shard.RecordRef{{Shard: t.Shard, Job: t.Job}}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		h, err := shard.ReadHistory(ctx, cli, ks, ref, 0)
+		if err == nil {
+			for _, e := range h[0] {
+				if e.Trigger == t.ID {
+					return e, nil
+				}
+			}
+		}
+		select {
+		case <-tick.C:
+			continue
+		case <-ctx.Done():
+		}
+		return scheduler.Entry{}, withdraw(cli, ks, t)
+	}
+}
+
+// withdraw deletes a request no owner has taken; once it is gone no owner
+// can take it (the claim compares it).
+func withdraw(cli *clientv3.Client, ks keyspace.Space, t Triggered) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := ks.Trigger(t.Shard, t.Job, t.ID)
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", t.Rev)).
+		Then(clientv3.OpDelete(key)).Commit()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: trigger %s of job %q: no outcome, and withdrawing it failed (it may still run): %v", ErrNoOutcome, t.ID, t.Job, err)
+	case resp.Succeeded:
+		return fmt.Errorf("%w: trigger %s of job %q: no replica took it within the wait (is shard %d owned by a replica of this release?); withdrawn, it will not run",
+			ErrNotPickedUp, t.ID, t.Job, t.Shard)
+	default:
+		return fmt.Errorf("%w: trigger %s of job %q: taken by the shard's owner, no outcome recorded within the wait; see `shardcron history %s`",
+			ErrNoOutcome, t.ID, t.Job, t.Job)
+	}
+}
+
+// triggerable refuses a job the effective set lacks or suspends, saying
+// which layer suspends it and how to lift it.
+func triggerable(set config.JobSet, job string) error {
+	i := slices.IndexFunc(set.Jobs, func(j config.Job) bool { return j.Name == job })
+	if i < 0 {
+		return fmt.Errorf("%w: no job %q in the cluster's job set (version %d)", ErrNoJob, job, set.Version)
+	}
+	if !set.Jobs[i].Suspend {
+		return nil
+	}
+	byFile, byOverride := set.Jobs[i].Suspend, false
+	if fs, ok := set.FileSuspend[job]; ok {
+		byFile, byOverride = fs, true
+	}
+	switch {
+	case byOverride && byFile:
+		return fmt.Errorf("%w: job %q is suspended by `shardcron suspend` and by the applied jobs file; resume it (shardcron resume %s) and apply a file without suspend: true first", ErrSuspended, job, job)
+	case byOverride:
+		return fmt.Errorf("%w: job %q is suspended by `shardcron suspend`; resume it first (shardcron resume %s)", ErrSuspended, job, job)
+	default:
+		return fmt.Errorf("%w: job %q is suspended by the applied jobs file (suspend: true); apply a file without it first", ErrSuspended, job)
+	}
+}
+
+func newID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("control: trigger id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// TriggerAndWait is Trigger and, when wait > 0, Wait for up to wait,
+// polling every quarter of a second: what the CLI's `trigger --wait` and
+// the API's `?wait=` do.
+func TriggerAndWait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, by string, wait time.Duration) (TriggerResult, error) {
+	t, err := Trigger(ctx, cli, ks, job, by)
+	res := TriggerResult{Triggered: t}
+	if err != nil || wait <= 0 {
+		return res, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	e, err := Wait(wctx, cli, ks, t, 250*time.Millisecond)
+	if err == nil {
+		res.Run = &e
+	}
+	return res, err
+}

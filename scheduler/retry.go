@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Retries (config.Retries): a failed attempt of a tick (the runner reports
+// StatusFailed: an HTTP status not expected, an exec exit status not 0) is
+// attempted again within the same run: same tick, same token, the same
+// run slot, under the same context, so the job's timeout bounds every
+// attempt and backoff together and a loss or a drain stops them. Attempts
+// that timed out or were cancelled are not retried. Each attempt is an
+// external action, so the shard's safe deadline is checked synchronously
+// right before it, as before the first.
+
+// attempt runs spec and, while the job's retries allow, runs it again after
+// a failed attempt. It returns the last attempt's result and how many were
+// made.
+func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int) {
+	retries := spec.Job.Retries
+	most := 1
+	if retries != nil {
+		most = retries.Attempts
+	}
+	for n := 1; ; n++ {
+		spec.Attempt = n
+		res := s.runner.Run(ctx, spec)
+		if res.Status != StatusFailed || n >= most || ctx.Err() != nil {
+			return res, n
+		}
+		wait := retries.Delay(n + 1)
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(dl) {
+			// The retry could not start before the job's timeout.
+			return res, n
+		}
+		s.log.Info("run attempt failed; retrying", append(r.rec.logArgs(), "tick", r.tick, "attempt", n,
+			"of", most, "retry_in", wait, "detail", res.Detail)...)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, n
+		case <-t.C:
+		}
+		if err := r.sh.check(); err != nil {
+			return Result{Status: StatusCancelled, Detail: fmt.Sprintf("attempt %d not started: %v", n+1, err), Output: res.Output}, n
+		}
+		s.m.retries.Inc()
+	}
+}

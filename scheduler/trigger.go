@@ -1,0 +1,249 @@
+package scheduler
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// Manual ticks (shardcron trigger). A trigger request reaches the owner of
+// its job's shard (Triggered); the owner runs the job once, now, through
+// the ordinary path of a due tick: the concurrency policy, the starting
+// deadline and the run slots apply, the claim is a fenced write of the
+// job's record, and the run carries the request's id (Run.Trigger). What
+// differs:
+//
+//   - The manual tick is the request's time, moved off whole seconds, so it
+//     never equals a scheduled tick (the idempotency key stays unique), and
+//     it never moves the record's LastClaimed: it is not part of the
+//     schedule.
+//   - Its claim (or its skip) consumes the request: the write carries the
+//     request (Write.Triggers), which the Store compares and deletes in the
+//     same transaction. A successor that takes the shard sees either the
+//     request, and runs it, or the claim in flight, and runs it by the
+//     ordinary catch-up rule; never both, never neither.
+//   - Its outcome goes to history with the request's id, which is how
+//     `shardcron trigger --wait` learns it.
+
+// manual is a manual tick of this generation and the request it came from.
+type manual struct {
+	id, by string
+	// rev is the request key's CreateRevision; 0 when no request is left to
+	// consume (a manual tick taken over from an earlier owner's record).
+	rev int64
+	// skip is the reason of a skip whose write is pending.
+	skip string
+	// done: run or skipped; a request handed again is ignored.
+	done bool
+}
+
+// maxManualKept bounds the manual ticks a job remembers once done, against
+// a request handed again after it was consumed (the shard package's view
+// may lag); past it the Store's comparison still refuses a second claim.
+const maxManualKept = 32
+
+type triggerEvent struct{ t Trigger }
+
+// Triggered hands the scheduler a trigger request of a shard this node
+// holds (the shard package's TriggerHandler). It may be called for the same
+// request any number of times, from any goroutine; the scheduler acts on it
+// once per generation. It returns once Run has it, or at once after Run
+// ended.
+func (s *Scheduler) Triggered(t Trigger) { s.send(triggerEvent{t}) }
+
+// triggered puts a manual tick in line, unless this generation is not the
+// one the request was handed to, or the job is not runnable here: then the
+// request stays in etcd for the shard's owner (and expires there).
+func (s *Scheduler) triggered(t Trigger, now time.Time) {
+	sh := s.shards[t.Shard]
+	if sh == nil || sh.g.Token != t.Token || sh.state != firing {
+		return
+	}
+	rec := sh.jobs[t.Job]
+	if rec == nil || !rec.firing() {
+		s.log.Debug("trigger not taken: job not runnable here now", "shard", t.Shard, "token", t.Token, "job", t.Job, "trigger", t.ID)
+		return
+	}
+	if rec.hasTrigger(t.ID) {
+		return
+	}
+	m := &manual{id: t.ID, by: t.By, rev: t.Rev}
+	tick := rec.manualTick(t.RequestedAt, now)
+	rec.addManual(tick, m)
+	s.log.Info("trigger received", append(rec.logArgs(), "trigger", t.ID, "tick", tick, "by", t.By)...)
+	s.enqueue(&waitTick{rec: rec, tick: tick, man: m})
+}
+
+// hasTrigger reports whether the request id is known to this generation:
+// a manual tick of it is in line, running or done here, or in flight in the
+// record (an earlier owner claimed it; catch-up runs it).
+func (rec *jobRec) hasTrigger(id string) bool {
+	for _, m := range rec.manual {
+		if m.id == id {
+			return true
+		}
+	}
+	return rec.committed.claimedTrigger(id)
+}
+
+// claimedTrigger reports whether a flight of the record is the request id's.
+func (r Record) claimedTrigger(id string) bool {
+	return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger == id })
+}
+
+// manualTick is the tick of a manual run requested at `at`: that instant
+// (now if it is later, or unset), to the microsecond, moved off whole
+// seconds and off every tick the job has in flight or in line.
+func (rec *jobRec) manualTick(at, now time.Time) time.Time {
+	t := at
+	if t.IsZero() || t.After(now) {
+		t = now
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	for t.Nanosecond() == 0 || rec.tickTaken(t) {
+		t = t.Add(time.Microsecond)
+	}
+	return t
+}
+
+func (rec *jobRec) tickTaken(t time.Time) bool {
+	n := t.UnixNano()
+	if rec.manual[n] != nil || rec.ahead[n] != nil {
+		return true
+	}
+	return slices.ContainsFunc(rec.committed.InFlight, func(f Flight) bool { return f.Tick.Equal(t) })
+}
+
+// addManual remembers m as the manual tick at tick, forgetting the oldest
+// done ones past maxManualKept.
+func (rec *jobRec) addManual(tick time.Time, m *manual) *manual {
+	if rec.manual == nil {
+		rec.manual = make(map[int64]*manual, 1)
+	}
+	rec.manual[tick.UnixNano()] = m
+	if len(rec.manual) > maxManualKept {
+		var done []int64
+		for n, x := range rec.manual {
+			if x.done {
+				done = append(done, n)
+			}
+		}
+		slices.Sort(done)
+		for _, n := range done[:max(0, len(rec.manual)-maxManualKept)] {
+			delete(rec.manual, n)
+		}
+	}
+	return m
+}
+
+// ID is the request's id; "" for a scheduled tick (nil).
+func (m *manual) ID() string {
+	if m == nil {
+		return ""
+	}
+	return m.id
+}
+
+// manualAt returns the manual tick at tick, or nil for a scheduled one.
+func (rec *jobRec) manualAt(tick time.Time) *manual {
+	if tick.Nanosecond() == 0 {
+		return nil // scheduled ticks are whole seconds; manual ones never are
+	}
+	return rec.manual[tick.UnixNano()]
+}
+
+// takenOver registers a manual tick found in flight under an older token
+// (catch-up), so that its run carries its id.
+func (rec *jobRec) takenOver(f Flight) *manual {
+	if f.Trigger == "" {
+		return nil
+	}
+	return rec.addManual(f.Tick, &manual{id: f.Trigger})
+}
+
+// skipManual records a manual tick as skipped by policy (or refused: the
+// job is suspended). The write consumes the request; the skip is recorded
+// in history once it lands (manualSkipped), so a request another owner
+// consumed meanwhile leaves no entry.
+func (s *Scheduler) skipManual(w *waitTick, detail string) {
+	w.man.skip = detail
+	w.rec.queue(op{kind: opSkipManual, tick: w.tick, man: w.man})
+	s.markDirty(w.rec, false)
+}
+
+// manualSkipped records a landed skip of a manual tick.
+func (s *Scheduler) manualSkipped(rec *jobRec, o op) {
+	o.man.done = true
+	s.recordSkip(rec, Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
+		Detail: o.man.skip, Trigger: o.man.id, TriggeredBy: o.man.by})
+}
+
+// consumed lists the requests ops consume, for the Store to compare and
+// delete.
+func consumed(ops []op) []TriggerRef {
+	var refs []TriggerRef
+	for _, o := range ops {
+		if o.man != nil && o.man.rev > 0 && (o.kind == opClaim || o.kind == opSkipManual) {
+			refs = append(refs, TriggerRef{ID: o.man.id, Rev: o.man.rev})
+		}
+	}
+	return refs
+}
+
+// triggerGone handles a write refused because requests it consumes are
+// gone (withdrawn by their client, expired, or claimed by an earlier
+// owner): their manual ticks are dropped; the write's other changes, which
+// did not land either, are queued again.
+func (s *Scheduler) triggerGone(pw *pendingWrite, err error) {
+	rec := pw.rec
+	rec.writing = nil
+	gone := map[string]bool{}
+	var tg *TriggerGone
+	all := !errors.As(err, &tg)
+	if !all {
+		for _, id := range tg.IDs {
+			gone[id] = true
+		}
+	}
+	var keep []op
+	for _, o := range pw.ops {
+		if o.man != nil && o.man.rev > 0 && (all || gone[o.man.id]) {
+			o.man.done = true
+			s.dropClaims(rec, []op{o})
+			s.log.Info("trigger request gone (withdrawn, expired or run by an earlier owner): not run here",
+				append(rec.logArgs(), "trigger", o.man.id, "tick", o.tick)...)
+			continue
+		}
+		keep = append(keep, o)
+	}
+	rec.queued = append(keep, rec.queued...)
+	if len(rec.queued) > 0 {
+		s.markDirty(rec, true)
+	}
+	s.unpark(rec)
+}
+
+// reloadedManual decides, after a stale write was re-read, what becomes of
+// a manual op that did not land as this owner's (landed: its tick is in
+// flight under this owner's token; such a claim is the caller's to start),
+// and reports whether o was one. One that consumes a request is sent again
+// while the job fires here, unless the record shows the request claimed by
+// another owner (the request's comparison refuses it if the request is
+// gone). One that acts on a flight taken over from an earlier owner is sent
+// again while that flight is still in the record.
+func (s *Scheduler) reloadedManual(rec *jobRec, o op, r Record, live, landed bool, requeue *[]op) bool {
+	if o.man == nil || (o.kind == opClaim && landed) {
+		return false
+	}
+	claimed := r.claimedTrigger(o.man.id)
+	if !live || claimed == (o.man.rev > 0) {
+		o.man.done = o.man.rev > 0
+		return true
+	}
+	if o.kind == opClaim {
+		s.used++ // the slot it held a moment ago
+		rec.active++
+	}
+	*requeue = append(*requeue, o)
+	return true
+}
