@@ -26,7 +26,20 @@ func (s *Scheduler) histPending(rec *jobRec) {
 	s.histDirty[rec] = struct{}{}
 	if s.histAt.IsZero() {
 		s.histAt = time.Now().Add(s.cfg.HistoryFlush)
+		if s.cfg.HistoryFlush >= time.Second {
+			s.histAt = offBeat(s.histAt)
+		}
 	}
+}
+
+// offBeat moves t to the middle of its wall-clock second (for flushes a
+// second or more apart). Cron ticks fall
+// on whole seconds, and runs start there in bursts; a history flush (a
+// segment per job with runs, JSON-encoded and written) then competes with
+// none of them. A killed owner loses at most HistoryFlush and half a
+// second of history.
+func offBeat(t time.Time) time.Time {
+	return t.Truncate(time.Second).Add(time.Second / 2)
 }
 
 // historyDone is one AppendHistory call's outcome, for Run.

@@ -174,3 +174,34 @@ func TestDuplicateGrantIgnored(t *testing.T) {
 		}
 	})
 }
+
+// With flushes a second or more apart, history is handed on in the middle
+// of a wall-clock second, away from the whole seconds where cron ticks
+// start their runs in bursts.
+func TestHistoryFlushesOffTheBeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "beat", "* * * * * *")
+		h := newHarness(t, func(c *Config) { c.HistoryFlush = 2 * time.Second }, j)
+		defer h.stop()
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		hist := func() int {
+			h.store.mu.Lock()
+			defer h.store.mu.Unlock()
+			return len(h.store.hist[recKey(1, j.Name)])
+		}
+		// The first run ends at t0; its flush is due at t0+2s and moves to
+		// t0+2.5s.
+		sleepUntil(t0.Add(2400 * time.Millisecond))
+		synctest.Wait()
+		if n := hist(); n != 0 {
+			t.Fatalf("%d entries handed on at t0+2.4s, want none before t0+2.5s", n)
+		}
+		sleepUntil(t0.Add(2600 * time.Millisecond))
+		synctest.Wait()
+		if n := hist(); n != 3 {
+			t.Fatalf("%d entries handed on at t0+2.6s, want the runs of t0, t0+1s and t0+2s", n)
+		}
+	})
+}
