@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,15 +44,7 @@ it (README, "Suspend and resume").`
 	}
 	c := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1)}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
 		res, err := control.SetSuspended(ctx, ec.cli, ec.ks, args[0], suspend, "cli")
 		if err != nil {
 			return controlError(err)
@@ -60,7 +53,7 @@ it (README, "Suspend and resume").`
 			_, err := fmt.Fprintln(w, suspendLine(res))
 			return err
 		})
-	}
+	})
 	f.bind(c)
 	return c
 }
@@ -95,24 +88,16 @@ stdout and stderr). The history outlives the replica that ran the job.`,
 		Args: cobra.ExactArgs(1),
 	}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
 		if limit < 1 || limit > control.MaxHistory {
 			return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, control.MaxHistory)}
 		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
 		res, err := control.History(ctx, ec.cli, ec.ks, control.EtcdLocator(ec.cli, ec.ks), args[0], limit)
 		if err != nil {
 			return controlError(err)
 		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error { return historyTable(w, res) })
-	}
+	})
 	f.bind(c)
 	c.Flags().IntVar(&limit, "limit", control.DefaultHistory, fmt.Sprintf("show at most this many runs (1 to %d)", control.MaxHistory))
 	return c
@@ -181,21 +166,13 @@ count as absent, as they do in the assignment.`,
 		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, _ []string) error {
 		res, err := control.Plan(ctx, ec.cli, ec.ks, req)
 		if err != nil {
 			return controlError(err)
 		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error { return planTable(w, res) })
-	}
+	})
 	f.bind(c)
 	c.Flags().IntVar(&req.Replicas, "replicas", 0, "the number of members after the change")
 	c.Flags().StringSliceVar(&req.Add, "add", nil, "a node that would join (repeat or comma-separate)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,5 +97,22 @@ func blockStyle(n *yaml.Node) {
 	n.Style = 0
 	for _, c := range n.Content {
 		blockStyle(c)
+	}
+}
+
+// clusterRun is the RunE of a command that prints a result it reads from or
+// writes to the cluster: it checks -o, connects with the command's settings
+// and runs fn, closing the connection after.
+func clusterRun(f *clusterFlags, o *outputFlag, fn func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		ctx, done, ec, err := f.connect(c)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return fn(c, ctx, ec, args)
 	}
 }

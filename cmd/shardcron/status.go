@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -24,24 +25,16 @@ func newStatusCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, _ []string) error {
 		if limit < 0 {
 			return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
 		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
 		rep, err := replica.ReadStatus(ctx, ec.cli, f.cluster, limit)
 		if err != nil {
 			return err
 		}
 		return o.write(c.OutOrStdout(), rep, func(w io.Writer) error { return writeStatusTable(w, rep) })
-	}
+	})
 	f.bind(c)
 	c.Flags().IntVar(&limit, "limit", 100, "show at most this many jobs, in name order")
 	return c

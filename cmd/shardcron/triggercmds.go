@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,15 +39,7 @@ wait is withdrawn and never runs.`,
 		Args: cobra.ExactArgs(1),
 	}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
 		if by == "" {
 			by = whoAmI()
 		}
@@ -69,7 +62,7 @@ wait is withdrawn and never runs.`,
 			return fmt.Errorf("trigger %s of %s: %s", res.ID, res.Job, res.Run.Status)
 		}
 		return nil
-	}
+	})
 	f.bind(c)
 	c.Flags().BoolVar(&wait, "wait", false, "wait for the run's outcome (up to --timeout) and exit 1 unless it succeeded")
 	c.Flags().StringVar(&by, "by", "", "who asks, recorded in history (default: cli:USER@HOST)")
@@ -123,16 +116,11 @@ back its share by the ordinary graceful handoff. --wait waits (up to
 	}
 	c := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1)}
 	o := bindOutput(c)
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
-		ctx, done, ec, err := f.connect(c)
-		if err != nil {
-			return err
-		}
-		defer done()
-		var ds control.DrainState
+	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
+		var (
+			ds  control.DrainState
+			err error
+		)
 		if undrain {
 			ds, err = control.Undrain(ctx, ec.cli, ec.ks, args[0])
 		} else {
@@ -152,7 +140,7 @@ back its share by the ordinary graceful handoff. --wait waits (up to
 			return perr
 		}
 		return err
-	}
+	})
 	f.bind(c)
 	c.Flags().BoolVar(&wait, "wait", false, "wait (up to --timeout) until the node's shards have moved")
 	if !undrain {
