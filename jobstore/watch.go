@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
@@ -23,10 +25,17 @@ const (
 // WatchOption tunes Watch.
 type WatchOption func(*watchConfig)
 
-type watchConfig struct{ log *slog.Logger }
+type watchConfig struct {
+	log *slog.Logger
+	bad *baddata.Reporter
+}
 
 // WithLogger makes Watch log the etcd errors it retries.
 func WithLogger(l *slog.Logger) WatchOption { return func(c *watchConfig) { c.log = l } }
+
+// WithBadData makes Watch report a stored job set it cannot use (ErrCorrupt,
+// ErrFormat) to r, once per pointer revision.
+func WithBadData(r *baddata.Reporter) WatchOption { return func(c *watchConfig) { c.bad = r } }
 
 // errRelist ends one watch so that Watch lists again without backing off.
 var errRelist = errors.New("jobstore: watch compacted, re-listing")
@@ -46,11 +55,18 @@ var errRelist = errors.New("jobstore: watch compacted, re-listing")
 // member cut off from its leader is noticed), and each version's chunks at
 // the revision its pointer was written, so every set is exactly one
 // applied version. On a compacted revision it lists again; on other etcd
-// errors, and on a stored set that fails its checks (ErrCorrupt, logged
-// as an error; the last good set stays in force), it retries with backoff
-// (100 ms doubling to 5 s). A deleted pointer is never delivered: versions
-// only go up. It returns nil once ctx is done, or ErrFormat when the
-// cluster's job set is newer than this binary, which retrying cannot cure.
+// errors it retries with backoff (100 ms doubling to 5 s). A deleted
+// pointer is never delivered: versions only go up. It returns nil once ctx
+// is done.
+//
+// A stored set this binary cannot use — one that fails its checks
+// (ErrCorrupt: a pointer or chunk edited by hand, a digest that does not
+// match) or is in a newer format (ErrFormat) — is reported (WithBadData;
+// logged and counted once per pointer revision) and skipped: nothing is
+// delivered, the caller keeps the last good set, and Watch waits for the
+// pointer to move (the next apply) rather than reading the bad version
+// again. Exiting instead would stop every replica of the cluster at once,
+// since they all watch the same pointer.
 func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), opts ...WatchOption) error {
 	cfg := watchConfig{log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
@@ -59,23 +75,15 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 	last := int64(-1)
 	backoff := watchBackoffMin
 	for {
-		err := watchOnce(ctx, cli, ks, fn, &last)
+		err := watchOnce(ctx, cli, ks, fn, &last, &cfg)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrFormat):
-			return err
 		case errors.Is(err, errRelist):
 			backoff = watchBackoffMin
 			continue
 		}
-		if errors.Is(err, ErrCorrupt) {
-			// Keep the last good set and retry: the next apply repairs
-			// the data, and exiting would stop every replica at once.
-			cfg.log.Error("stored job set is unreadable; keeping the last good one until a new apply", "err", err, "retry_in_ms", backoff.Milliseconds())
-		} else {
-			cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
-		}
+		cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -90,12 +98,14 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 // watchOnce lists the current set, delivers it if new, then follows the
 // pointer until the watch fails; it always returns an error (ctx's when
 // done).
-func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), last *int64) error {
+func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), last *int64, cfg *watchConfig) error {
 	set, p, err := loadCurrent(ctx, cli, ks)
-	if err != nil {
+	switch {
+	case unusable(err) && p.readRev != 0:
+		cfg.reportBad(ks, p, *last, err) // and watch on from here for a good one
+	case err != nil:
 		return err
-	}
-	if set.Version > *last {
+	case set.Version > *last:
 		*last = set.Version
 		fn(set)
 	}
@@ -120,18 +130,31 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 			continue
 		}
 		np, err := decodePointer(kv.Kv.Value)
+		np.modRev = kv.Kv.ModRevision
 		if err != nil {
-			return err
-		}
-		if np.Version <= *last {
+			cfg.reportBad(ks, np, *last, err)
 			continue
 		}
+		if np.Version < *last {
+			// Flips only move forward: a pointer moved back is foreign.
+			cfg.reportBad(ks, np, *last, fmt.Errorf("%w: pointer moved back to version %d", ErrCorrupt, np.Version))
+			continue
+		}
+		// The same version rewritten (no apply does that) is read to check
+		// it, never delivered again.
 		set, err := readVersion(ctx, cli, ks, np, kv.Kv.ModRevision)
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			return errRelist
 		}
+		if unusable(err) {
+			cfg.reportBad(ks, np, *last, err)
+			continue
+		}
 		if err != nil {
 			return err
+		}
+		if set.Version == *last {
+			continue
 		}
 		*last = set.Version
 		fn(set)
@@ -140,4 +163,26 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 		return err
 	}
 	return fmt.Errorf("jobstore: watch of %s closed", ks.JobsCurrent())
+}
+
+// unusable reports whether err says the stored set itself is bad (a retry
+// reads the same bytes), as opposed to etcd failing to answer.
+func unusable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFormat)
+}
+
+// reportBad reports the job set that p points to as unusable; running is
+// the version the caller keeps (0: none yet).
+func (c *watchConfig) reportBad(ks keyspace.Space, p pointer, running int64, err error) {
+	action := "skipped: this replica keeps running its last good job set (version " + fmt.Sprint(max(running, 0)) +
+		"); `shardcron apply --replace-corrupt -f FILE` replaces it"
+	if running < 0 {
+		action = "skipped: this replica has no job set yet and takes no shards until one is readable; `shardcron apply --replace-corrupt -f FILE` replaces it"
+	}
+	if errors.Is(err, ErrFormat) {
+		action = strings.Replace(action, "`shardcron apply --replace-corrupt -f FILE` replaces it", "upgrade this replica to read it", 1)
+	}
+	if !c.bad.Report(baddata.JobSet, ks.JobsCurrent(), p.modRev, err, action) && c.bad == nil {
+		c.log.Error("stored job set is unusable", "err", err, "action", action)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/rebalance"
@@ -44,6 +45,7 @@ type Manager struct {
 	log     *slog.Logger
 	met     *metrics
 	feed    *feed // ownership changes for the dashboard
+	bad     *baddata.Reporter
 	started time.Time
 	ran     atomic.Bool
 
@@ -127,8 +129,18 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config, h Handl
 	if err := m.instrument(cfg.Registerer); err != nil {
 		return nil, err
 	}
+	if m.cfg.BadData == nil {
+		var err error
+		if m.cfg.BadData, err = baddata.New(cfg.Registerer, m.log); err != nil {
+			return nil, err
+		}
+	}
+	m.bad = m.cfg.BadData
 	return m, nil
 }
+
+// BadData is the Reporter of bad data in etcd the Manager reports to.
+func (m *Manager) BadData() *baddata.Reporter { return m.bad }
 
 // Meta returns the cluster meta the Manager obeys.
 func (m *Manager) Meta() Meta { return m.meta }

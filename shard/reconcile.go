@@ -125,6 +125,8 @@ func (l *loop) reconcile(now time.Time) {
 				l.acquiring[s] = true
 				l.wg.Add(1)
 				go l.adopt(s, sv)
+			} else if sv.lease == 0 && a.Owner(s) == me {
+				l.clearLeaseless(s, sv, now) // a key that would never free (baddata.go)
 			}
 			continue
 		}

@@ -95,6 +95,9 @@ func (m *Manager) State() State {
 		ss := ShardState{Shard: s, Desired: m.assign.Owner(s)}
 		if sv, ok := m.v.shards[s]; ok {
 			ss.Owner, ss.Token, ss.Since = sv.owner.Node, sv.token, sv.owner.Acquired
+			if sv.owner.Node == "" {
+				st.Unowned++ // a key naming no owner (baddata.go)
+			}
 		} else {
 			st.Unowned++
 		}
@@ -140,7 +143,7 @@ func (st *State) countByMember(loadFactor float64) {
 // publish updates the gauges that the snapshot feeds.
 func (l *loop) publish() {
 	l.m.mu.Lock()
-	unowned := l.m.meta.Shards - len(l.m.v.shards)
+	unowned := l.m.v.unowned(l.m.meta.Shards)
 	l.m.mu.Unlock()
 	l.m.met.unowned.Set(float64(unowned))
 }
@@ -185,5 +188,6 @@ func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoi
 		}
 		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
 	}
+	m.checkRecords(s, cp)
 	return cp, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -33,9 +34,10 @@ func newValidateCmd() *cobra.Command {
 
 func newApplyCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		file   string
-		dryRun bool
+		f              clusterFlags
+		file           string
+		dryRun         bool
+		replaceCorrupt bool
 	)
 	c := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -67,7 +69,10 @@ history while its name stays. Nothing is written when the file has any error.
 			// Shards left 0: removed jobs' records are found by a keys-only
 			// scan of ticks/, which also repairs what an interrupted apply
 			// left behind.
-			res, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{})
+			res, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt})
+			if errors.Is(err, jobstore.ErrCorrupt) {
+				return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -85,6 +90,7 @@ history while its name stays. Nothing is written when the file has any error.
 	f.bind(c)
 	c.Flags().StringVarP(&file, "file", "f", "", "jobs file (required)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change; write nothing")
+	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
 }

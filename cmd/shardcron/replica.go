@@ -89,7 +89,8 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 		listener = tls.NewListener(listener, cfg.HTTPTLS)
 	}
 	var handler swapHandler
-	handler.Store(startingHandler())
+	starting := &startStatus{}
+	handler.Store(startingHandler(starting))
 	var root http.Handler = &handler
 	if cfg.HTTPGuard != nil {
 		root = cfg.HTTPGuard.Wrap(root)
@@ -117,7 +118,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	defer stopHTTP()
 	log.Info("http serving /healthz; the rest once etcd answers", "addr", addr)
 
-	meta, err := ensureMeta(ctx, cli, ks, cfg.Shards, log)
+	meta, err := ensureMeta(ctx, cli, ks, cfg.Shards, log, starting)
 	if err != nil {
 		return err
 	}
@@ -169,6 +170,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	schedHandler.Scheduler = sched
 
 	jobSet := newJobSetMetrics(reg, cfg.Jobs)
+	first := newFirstSet() // no shards before a job set (firstset.go)
 	if cfg.Jobs != nil {
 		applied, d, err := jobstore.Bootstrap(ctx, cli, ks, cfg.Jobs, jobstore.ApplyOptions{Logger: log})
 		switch {
@@ -184,9 +186,9 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	httpHandler, err := dashboard.New(dashboard.Config{
 		State:   memberLeases(cli, mgr),
 		Jobs:    jobsPage(cli, ks, mgr, sched, jobSet),
-		Ready:   mgr.Ready,
+		Ready:   first.ready(mgr.Ready),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Runs:    jobRuns(cli, ks, sched),
+		Runs:    jobRuns(cli, ks, sched, mgr.BadData()),
 		Changes: changeFeed(mgr),
 	})
 	if err != nil {
@@ -201,7 +203,8 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
 	wg.Go(func() {
-		if err := jobstore.Watch(schedCtx, cli, ks, jobSet.follow(sched.SetJobs), jobstore.WithLogger(log)); err != nil {
+		if err := jobstore.Watch(schedCtx, cli, ks, first.follow(jobSet.follow(sched.SetJobs)),
+			jobstore.WithLogger(log), jobstore.WithBadData(mgr.BadData())); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
 		}
 	})
@@ -213,7 +216,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	mgrErr := make(chan error, 1)
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
-	wg.Go(func() { mgrErr <- mgr.Run(mgrCtx) })
+	wg.Go(func() { mgrErr <- first.run(mgrCtx, mgr.Run) })
 
 	var failed error
 	select {
@@ -246,30 +249,42 @@ func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startingHandler answers while the replica waits for etcd: alive, not
-// ready, nothing else yet.
-func startingHandler() http.Handler {
+// ready (saying why), nothing else yet.
+func startingHandler(st *startStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "not ready: starting (waiting for etcd)", http.StatusServiceUnavailable)
+		http.Error(w, "not ready: starting ("+st.String()+")", http.StatusServiceUnavailable)
 	})
 	return mux
 }
 
 // ensureMeta reads (or, on a new cluster, creates) the cluster's meta,
-// saying so while etcd does not answer rather than waiting silently.
-func ensureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shards int, log *slog.Logger) (shard.Meta, error) {
+// saying so while etcd does not answer rather than waiting silently. A meta
+// it must refuse (shard.ErrFormat) holds it back, not ready and saying why,
+// until the meta is fixed: exiting would crash-loop under a supervisor.
+func ensureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shards int, log *slog.Logger, st *startStatus) (shard.Meta, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		meta, err := shard.EnsureMeta(actx, cli, ks, shard.DefaultMeta(shards))
 		cancel()
 		switch {
 		case err == nil:
+			st.set("")
 			return meta, nil
 		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			st.set("waiting for etcd")
 			log.Warn("etcd does not answer; still trying", "endpoints", cli.Endpoints(), "err", err)
+		case ctx.Err() == nil && (errors.Is(err, shard.ErrFormat) || errors.Is(err, shard.ErrNoMeta)):
+			if st.set("cluster meta refused: " + err.Error()) {
+				log.Error("cluster meta refused; waiting for it to be fixed", "err", err, "retry_every", metaRetry)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(metaRetry):
+			}
 		default:
 			return meta, fmt.Errorf("cluster meta: %w", err)
 		}
@@ -337,7 +352,7 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 			}
 			rows[i].InFlight = rec.InFlight
 		}
-		history, err := shard.ReadHistory(ctx, cli, ks, refs, lastRunsShown)
+		history, err := shard.ReadHistory(ctx, cli, ks, refs, lastRunsShown, shard.ReportTo(mgr.BadData()))
 		if err != nil {
 			return nil, 0, err
 		}
