@@ -22,13 +22,14 @@ import (
 // A Session is safe for concurrent use. Valid, Remaining, Deadline and Done
 // never block.
 type Session struct {
-	cli *clientv3.Client
-	ks  keyspace.Space
-	cfg Config
-	log *slog.Logger
-	now clock
-	id  clientv3.LeaseID
-	ttl time.Duration // as etcd granted it
+	cli  *clientv3.Client
+	ks   keyspace.Space
+	cfg  Config
+	log  *slog.Logger // queued: never waited for (logq.go)
+	logq *logq
+	now  clock
+	id   clientv3.LeaseID
+	ttl  time.Duration // as etcd granted it
 
 	// deadline is the safe deadline on now's clock, in nanoseconds. It only
 	// moves forward, and only while ended is false.
@@ -81,7 +82,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cf
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
-	s.log = cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id)))
+	s.log, s.logq = newQueueLogger(cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id))))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.deadline.Store(int64(sent + s.ttl - cfg.Margin))
 	// Read the time left before taking mu: Remaining ends the session when
@@ -168,11 +169,13 @@ func (s *Session) Err() error {
 
 // Close ends the session: it stops renewing, then revokes the lease
 // (retrying until etcd confirms or reports the lease gone, bounded by the
-// TTL), and waits for both. Idempotent; safe to call on a lost session,
-// whose revocation is already under way.
+// TTL), and waits for both, and for its log records to be written.
+// Idempotent; safe to call on a lost session, whose revocation is already
+// under way.
 func (s *Session) Close() {
 	s.end(ErrClosed, "closed")
 	<-s.loopDone
+	s.logq.wait()
 }
 
 // onTimer runs when the deadline timer fires. The timer runs on Go's

@@ -87,8 +87,10 @@ func runDev(ctx context.Context, o devOptions) error {
 		}
 	}
 	var outMu sync.Mutex
+	out := logOutput(o.logFormat)
+	defer closeLogOutput()
 	logFor := func(prefix string) (*slog.Logger, error) {
-		return newLogger(prefixWriter{mu: &outMu, w: os.Stderr, prefix: []byte(prefix)}, o.logLevel, o.logFormat)
+		return newLogger(prefixWriter{mu: &outMu, w: out, prefix: []byte(prefix)}, o.logLevel, o.logFormat)
 	}
 	devLog, err := logFor("[dev]   ")
 	if err != nil {

@@ -42,10 +42,11 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	log, err := newLogger(os.Stderr, node.LogLevel, node.LogFormat)
+	log, err := newLogger(logOutput(node.LogFormat), node.LogLevel, node.LogFormat)
 	if err != nil {
 		return usageError{err}
 	}
+	defer closeLogOutput()
 	slog.SetDefault(log) // what libraries log on the default logger looks the same
 	warnUnknownEnv(c.Flags(), os.Environ(), log)
 	httpTLS, guard, err := httpSecurity(node, log)
