@@ -62,6 +62,7 @@ type Manager struct {
 	noSpace time.Time // the last write refused for lack of space
 	wErr    error     // the last write's RPC error, cleared by a success
 	wErrAt  time.Time
+	asOf    time.Time // when etcd last answered the previous session
 
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
 
@@ -225,6 +226,9 @@ func (m *Manager) dropAll(cause error) {
 		if h.phase != releasing {
 			m.met.lost.WithLabelValues(causeLabel(cause)).Inc()
 		}
+	}
+	if m.sess != nil {
+		m.asOf = m.sess.Renewed() // what the view kept is as of (stale.go)
 	}
 	m.sess = nil
 	m.met.owned.Set(0)

@@ -32,6 +32,11 @@ type State struct {
 	Ideal     float64      `json:"ideal"`
 	LoadBound int          `json:"load_bound"`
 	ShardSet  []ShardState `json:"shards"`
+	// Stale: this node has no valid session, so the view is what it saw
+	// when etcd last answered (AsOf), StaleForMs ago (stale.go).
+	Stale      bool      `json:"stale"`
+	AsOf       time.Time `json:"as_of,omitzero"`
+	StaleForMs int64     `json:"stale_for_ms,omitempty"`
 }
 
 // SessionState describes this node's lease session.
@@ -113,6 +118,7 @@ func (m *Manager) State() State {
 		st.ShardSet[s] = ss
 	}
 	st.countByMember(m.params.LoadFactor)
+	m.freshness(&st, time.Now())
 	return st
 }
 

@@ -313,6 +313,7 @@ const lastRunsShown = 5
 // runs are read on demand (shard.ReadRecords and shard.ReadHistory, a snapshot
 // each per page), never a watch on ticks/ or runs/.
 func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched *scheduler.Scheduler, set *jobSetMetrics) func(context.Context, dashboard.JobsQuery) (any, int, error) {
+	cache := newRunsCache() // a stale page's last runs (jobsruns.go)
 	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
 		jobs := sched.Jobs()
 		if q.Search != "" || q.Shard >= 0 {
@@ -323,7 +324,8 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 		sort.Slice(jobs, func(i, j int) bool { return jobs[i].Name < jobs[j].Name })
 		total := len(jobs)
 		jobs = jobs[min(q.Offset, total):min(q.Offset+q.Limit, total)]
-		owners := mgr.State().ShardSet
+		st := mgr.State()
+		owners := st.ShardSet
 		specs := set.jobs()
 		rows := make([]jobRow, len(jobs))
 		refs := make([]shard.RecordRef, len(jobs))
@@ -337,32 +339,7 @@ func jobsPage(cli *clientv3.Client, ks keyspace.Space, mgr *shard.Manager, sched
 			}
 			refs[i] = shard.RecordRef{Shard: j.Shard, Job: j.Name}
 		}
-		records, err := shard.ReadRecords(ctx, cli, ks, refs)
-		if err != nil {
-			return nil, 0, err
-		}
-		for i, b := range records {
-			if b == nil {
-				continue
-			}
-			rec, err := scheduler.DecodeRecord(b)
-			if err != nil {
-				rows[i].Error = err.Error()
-				continue
-			}
-			rows[i].InFlight = rec.InFlight
-		}
-		history, err := shard.ReadHistory(ctx, cli, ks, refs, lastRunsShown, shard.ReportTo(mgr.BadData()))
-		if err != nil {
-			return nil, 0, err
-		}
-		for i, h := range history {
-			for j := len(h) - 1; j >= 0; j-- { // oldest first, as before
-				h[j].Output = "" // the runs endpoint shows output, not the list
-				rows[i].LastRuns = append(rows[i].LastRuns, h[j])
-			}
-		}
-		return rows, total, nil
+		return cache.fill(ctx, cli, ks, rows, refs, st, mgr.BadData()), total, nil
 	}
 }
 

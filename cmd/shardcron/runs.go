@@ -16,6 +16,8 @@ import (
 // shows runs of owners that are gone.
 func jobRuns(cli *clientv3.Client, ks keyspace.Space, sched *scheduler.Scheduler, bad *baddata.Reporter) func(context.Context, string, int) (any, bool, error) {
 	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout) // etcd away: answer, do not hang
+		defer cancel()
 		for _, j := range sched.Jobs() {
 			if j.Name != name {
 				continue
