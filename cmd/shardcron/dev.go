@@ -80,6 +80,9 @@ func runDev(ctx context.Context, o devOptions) error {
 	if err := lc.Validate(); err != nil {
 		return usageError{fmt.Errorf("--lease-ttl: %w", err)}
 	}
+	if err := devFlags(o); err != nil {
+		return err
+	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
 		if jobs, err = config.LoadJobs(o.jobsFile); err != nil {

@@ -19,6 +19,9 @@ func newValidateCmd() *cobra.Command {
 		Long:  "Validate parses and checks a jobs file without contacting etcd. Every error names the file, line and field; the exit status is non-zero when there is any.",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := jobsFileFlag("file", file); err != nil {
+				return err
+			}
 			jobs, err := config.LoadJobs(file)
 			if err != nil {
 				return err
@@ -48,6 +51,9 @@ history while its name stays. Nothing is written when the file has any error.
 --dry-run prints what would change and writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := jobsFileFlag("file", file); err != nil {
+				return err
+			}
 			jobs, err := config.LoadJobs(file)
 			if err != nil {
 				return err
@@ -106,6 +112,9 @@ func newExportCmd() *cobra.Command {
 		Long:  "Export writes the cluster's current job set as a jobs file that apply accepts unchanged.",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := outputFileFlag("output", out); err != nil {
+				return err
+			}
 			ctx, done, ec, err := f.connect(c)
 			if err != nil {
 				return err

@@ -42,6 +42,9 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := nodeFiles(c.Flags(), node); err != nil {
+		return err
+	}
 	log, err := newLogger(logOutput(node.LogFormat), node.LogLevel, node.LogFormat)
 	if err != nil {
 		return usageError{err}
