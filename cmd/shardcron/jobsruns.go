@@ -48,7 +48,7 @@ type jobsResult struct {
 	fresh dashboard.Freshness
 }
 
-func (p jobsResult) MarshalJSON() ([]byte, error)     { return json.Marshal(p.rows) }
+func (p jobsResult) MarshalJSON() ([]byte, error)   { return json.Marshal(p.rows) }
 func (p jobsResult) Freshness() dashboard.Freshness { return p.fresh }
 
 // fill reads rows' records and last runs (refs name them, in order) and
