@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -248,7 +249,7 @@ const MaxSecretFileSize = 64 << 10
 // readSecretFile returns the first line of the file at path, without its
 // line ending. Errors name the file and never hold its content.
 func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFileMax(path, MaxSecretFileSize)
 	switch {
 	case err != nil:
 		return "", err
@@ -352,4 +353,15 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// readFileMax reads at most max+1 bytes of path, enough to tell a file over
+// the bound without reading all of it.
+func readFileMax(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(max)+1))
 }

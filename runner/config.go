@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"time"
 )
@@ -80,6 +82,10 @@ type Config struct {
 	// Logger receives warnings about supervisors that misbehave. Default
 	// slog.Default().
 	Logger *slog.Logger
+
+	// Registerer, when not nil, receives the runner's metrics
+	// (shardcron_runner_output_truncated_total).
+	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns a Config with every default filled in and no

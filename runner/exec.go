@@ -177,6 +177,9 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	}
 	res := e.result(ctx, rep, local)
 	res.Output = output.String()
+	if output.truncated() {
+		rn.met.cut("exec")
+	}
 	return res
 }
 

@@ -132,7 +132,7 @@ func runReplica(ctx context.Context, cli *clientv3.Client, cfg replicaConfig) er
 	}
 
 	rcfg := runner.DefaultConfig()
-	rcfg.Logger = log
+	rcfg.Logger, rcfg.Registerer = log, reg
 	if cfg.Env != nil {
 		rcfg.Env = cfg.Env
 	}
