@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"syscall"
@@ -261,5 +260,3 @@ func (c *badDataCluster) plantCorruptJobSet() string {
 	c.put(c.ks.JobsCurrent(), string(b))
 	return orig
 }
-
-var _ = http.StatusOK
