@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 const (
@@ -164,14 +165,25 @@ func TestOverloadKeepsTheLease(t *testing.T) {
 		"--etcd-endpoints", etcd.Endpoint(), "--http-addr", addr, "--jobs", jobs,
 		"--lease-ttl", overloadTTL.String(), "--lease-margin", overloadMargin.String(),
 		"--shards", fmt.Sprint(overloadShards), "--max-concurrent-runs", fmt.Sprint(overloadSlots))
-	eventually(t, 2*time.Minute, "every shard owned and every slot taken", func() bool {
-		if p.exited() {
-			t.Fatal("the replica exited")
+	var last scrape
+	ready := func(what string, cond func(scrape) bool) {
+		t.Helper()
+		if _, err := poll.UntilEvery(100*time.Millisecond, 3*time.Minute, poll.True(func() bool {
+			if p.exited() {
+				t.Fatal("the replica exited")
+			}
+			if s := tryScrape(addr); s != nil {
+				last = s
+			}
+			return cond(last)
+		})); err != nil {
+			t.Fatalf("%s: not within 3m; last: owned %v, slots used %v, runs in flight %v, jobs %v", what,
+				last.get("shardcron_ownership_shards_owned"), last.get("shardcron_scheduler_run_slots_used"),
+				last.get("shardcron_scheduler_runs_in_flight"), last.get("shardcron_jobs_count"))
 		}
-		s := tryScrape(addr)
-		return s.get("shardcron_ownership_shards_owned") == overloadShards &&
-			s.get("shardcron_scheduler_run_slots_used") == overloadSlots
-	})
+	}
+	ready("every shard owned", func(s scrape) bool { return s.get("shardcron_ownership_shards_owned") == overloadShards })
+	ready("every run slot held", func(s scrape) bool { return s.get("shardcron_scheduler_runs_in_flight") == overloadSlots })
 
 	// The log consumer stops reading; the storms go on.
 	p.gate(false)
@@ -225,9 +237,10 @@ func TestOverloadKeepsTheLease(t *testing.T) {
 	if after.get("shardcron_ownership_shards_owned") != overloadShards {
 		t.Errorf("owns %v shards after the overload, want %d", after.get("shardcron_ownership_shards_owned"), overloadShards)
 	}
-	// It was overloaded: every slot held, and the log output blocked.
-	if after.get("shardcron_scheduler_run_slots_used") != overloadSlots {
-		t.Errorf("%v of %d slots used at the end", after.get("shardcron_scheduler_run_slots_used"), overloadSlots)
+	// It was overloaded: every slot held by a run, and the log output
+	// blocked.
+	if after.get("shardcron_scheduler_runs_in_flight") != overloadSlots {
+		t.Errorf("%v runs of %d slots in flight at the end", after.get("shardcron_scheduler_runs_in_flight"), overloadSlots)
 	}
 	if after.get("shardcron_log_lines_dropped_total") == 0 {
 		t.Error("no log line dropped: the log output never blocked, so the test did not load the logging path")
