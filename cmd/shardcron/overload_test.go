@@ -153,6 +153,9 @@ func TestOverloadKeepsTheLease(t *testing.T) {
 	url := silentSink(t)
 	var b strings.Builder
 	b.WriteString("jobs:\n")
+	// The storm: every job's tick in the same second, every run held by
+	// the sink for its minute; the ticks that find no slot pass their 1 s
+	// starting deadline, and each skip is logged.
 	for i := range overloadJobs {
 		fmt.Fprintf(&b, "  - name: storm-%05d\n    schedule: \"*/10 * * * * *\"\n    http: {url: %q}\n    timeout: 1m\n    starting_deadline: 1s\n", i, url)
 	}
@@ -183,7 +186,10 @@ func TestOverloadKeepsTheLease(t *testing.T) {
 		}
 	}
 	ready("every shard owned", func(s scrape) bool { return s.get("shardcron_ownership_shards_owned") == overloadShards })
-	ready("every run slot held", func(s scrape) bool { return s.get("shardcron_scheduler_runs_in_flight") == overloadSlots })
+	ready("a storm decided", func(s scrape) bool {
+		skipped, _ := s.sum("shardcron_scheduler_ticks_skipped_total")
+		return s.get("shardcron_scheduler_runs_in_flight") > 0 || skipped > 0
+	})
 
 	// The log consumer stops reading; the storms go on.
 	p.gate(false)
@@ -237,10 +243,13 @@ func TestOverloadKeepsTheLease(t *testing.T) {
 	if after.get("shardcron_ownership_shards_owned") != overloadShards {
 		t.Errorf("owns %v shards after the overload, want %d", after.get("shardcron_ownership_shards_owned"), overloadShards)
 	}
-	// It was overloaded: every slot held by a run, and the log output
+	// It was overloaded: every slot held by a run the sink never answers,
+	// or (when the storm's claims land after its 1 s starting deadline, as
+	// on a loaded machine) the storms skipped whole; and the log output
 	// blocked.
-	if after.get("shardcron_scheduler_runs_in_flight") != overloadSlots {
-		t.Errorf("%v runs of %d slots in flight at the end", after.get("shardcron_scheduler_runs_in_flight"), overloadSlots)
+	skipped := delta("shardcron_scheduler_ticks_skipped_total")
+	if after.get("shardcron_scheduler_runs_in_flight") != overloadSlots && skipped < 3*overloadJobs {
+		t.Errorf("not saturated: %v runs of %d slots in flight, %v ticks skipped", after.get("shardcron_scheduler_runs_in_flight"), overloadSlots, skipped)
 	}
 	if after.get("shardcron_log_lines_dropped_total") == 0 {
 		t.Error("no log line dropped: the log output never blocked, so the test did not load the logging path")
