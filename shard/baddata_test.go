@@ -73,7 +73,6 @@ func TestBadDataInARunningCluster(t *testing.T) {
 	// by its desired owner and the shard taken under a new token; the
 	// marker and the record are reported by whoever acquires their shard.
 	c.crash(c.nodes["n3"])
-	c.nodes["n3"].stopped = true
 	c.waitBalanced(testTTL + slack + waitLimit)
 	waitFor(t, waitLimit, "the marker and the record reported", func() error {
 		var errs []error
