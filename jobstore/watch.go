@@ -92,7 +92,7 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 		}
 		if bv := (badOverride{}); errors.As(err, &bv) && cfg.bad != nil {
 			cfg.bad.Report(baddata.JobSet, bv.key, bv.rev, bv.err, // once, however often retried
-				"the job set watch waits for it to be fixed (`shardcron resume` or `suspend` rewrites it); this replica keeps its last job set")
+				"the job set watch waits for it to be fixed (delete the key, then `shardcron suspend` the job again if it should stay suspended); this replica keeps its last job set")
 		} else {
 			cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
 		}

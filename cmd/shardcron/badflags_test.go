@@ -65,8 +65,17 @@ var outputs = map[string]string{
 	"export": "/nonexistent/dir/jobs.yaml",
 }
 
-// noBadValue lists flags every value of which is valid.
-var noBadValue = map[string]bool{"help": true}
+// perCommand are the bad values of a flag that means something else on
+// one command: plan's --replicas is a count of members after the change
+// (any N ≥ 1), and a node to --add or --remove is refused beside the
+// base's --replicas.
+var perCommand = map[string]map[string][]string{
+	"plan": {"replicas": {"0", "-1"}, "add": {"n9"}, "remove": {"n1"}},
+}
+
+// noBadValue lists flags every value of which is valid (--by is free text:
+// who asks).
+var noBadValue = map[string]bool{"help": true, "by": true}
 
 func typeBad(f *pflag.Flag) []string {
 	switch f.Value.Type() {
@@ -89,8 +98,14 @@ func baseArgs(cmd, jobs string) []string {
 		return []string{"--cluster", "t", "--node-id", "n1", "--etcd-endpoints", "http://127.0.0.1:1", "--http-addr", "127.0.0.1:0"}
 	case "dev":
 		return []string{"--http-addr", "127.0.0.1:0"}
+	case "version":
+		return nil
+	case "plan":
+		return append(etcd, "--replicas", "2")
 	case "apply", "validate":
 		return append([]string{"-f", jobs}, etcd...)[:map[string]int{"apply": 6, "validate": 2}[cmd]]
+	case "history", "trigger", "suspend", "resume", "drain", "undrain":
+		return append([]string{"x"}, etcd...) // the one argument: a job or node
 	}
 	return etcd
 }
@@ -153,6 +168,9 @@ func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
 				return
 			}
 			values := append(typeBad(f), badValues[f.Name]...)
+			if vs, ok := perCommand[c.Name()][f.Name]; ok {
+				values = append(typeBad(f), vs...)
+			}
 			if len(values) == 0 {
 				t.Errorf("%s --%s: no invalid value known; add one to badValues (or noBadValue if every value is valid)", c.Name(), f.Name)
 				return
