@@ -6,7 +6,7 @@ PKGS     := ./...
 # package at a time (-p 1) so they do not starve each other's renewals.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images
+.PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images fuzz
 
 # What `shardcron version`, shardcron_build_info and the member list say.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -108,6 +108,21 @@ e2e: e2e-images
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Every fuzz target for FUZZTIME each (their kept corpora, testdata/fuzz,
+# run with every `make test` anyway). A failure leaves the failing input in
+# that package's testdata/fuzz/<target>/: commit it with the fix.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./config:FuzzParseJobs ./cronspec:FuzzParse \
+	./dashboard:FuzzJobsQuery ./dashboard:FuzzRunsQuery \
+	./scheduler:FuzzDecodeRecord ./shard:FuzzDecodeSegment \
+	./lease:FuzzParseMarker ./jobstore:FuzzDecodeChunk
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 3s $$pkg; \
+	done
 
 # The cluster benchmark: a real etcd, shardcron replicas and the single-leader
 # peer (gocron v2 + etcd elector, its own module in bench/leader) as

@@ -69,12 +69,21 @@ func (c Client) check(bad func(key, format string, args ...any)) {
 			bad("etcd_endpoints", "%q: %s", ep, msg)
 		}
 	}
-	if (c.Etcd.Cert == "") != (c.Etcd.Key == "") {
-		bad("etcd_cert", "etcd_cert and etcd_key go together: set both or neither")
+	pair(bad, "etcd_cert", c.Etcd.Cert, "etcd_key", c.Etcd.Key)
+	pair(bad, "etcd_username", c.Etcd.Username, "etcd_password", c.Etcd.Password)
+}
+
+// pair reports settings a and b (values av, bv) set one without the other,
+// against the one that is set: that is where the user wrote something.
+func pair(bad func(key, format string, args ...any), a, av, b, bv string) {
+	if (av == "") == (bv == "") {
+		return
 	}
-	if (c.Etcd.Username == "") != (c.Etcd.Password == "") {
-		bad("etcd_username", "etcd_username and etcd_password go together: set both or neither")
+	key := a
+	if av == "" {
+		key = b
 	}
+	bad(key, "%s and %s go together: set both or neither", a, b)
 }
 
 // checkEndpoint accepts what the etcd client does: host:port, or a URL with

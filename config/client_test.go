@@ -89,7 +89,7 @@ func TestResolveClientErrors(t *testing.T) {
 		want  string
 	}{
 		{nil, nil, `field "etcd_endpoints": no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints)`},
-		{[]string{"--cluster", "Bad Name", "--etcd-endpoints", "http://x:1"}, nil, `field "cluster"`},
+		{[]string{"--cluster", "Bad Name", "--etcd-endpoints", "http://x:1"}, nil, `flag --cluster: cluster name "Bad Name"`},
 		{[]string{"--etcd-endpoints", "http://x:1", "--etcd-cert", "/c.pem"}, nil, `etcd_cert and etcd_key go together`},
 		{[]string{"--etcd-endpoints", "http://x:1"}, map[string]string{"SHARDCRON_ETCD_USERNAME": "u"}, `etcd_username and etcd_password go together`},
 	}
@@ -148,7 +148,7 @@ func TestEtcdPasswordFile(t *testing.T) {
 		{"flag password over env file", []string{"--config", settings, "--etcd-password", "from-flag"}, map[string]string{"SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, "from-flag", ""},
 		{"both in the environment", []string{"--config", settings}, map[string]string{"SHARDCRON_ETCD_PASSWORD": "a", "SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, "", "environment: SHARDCRON_ETCD_PASSWORD and SHARDCRON_ETCD_PASSWORD_FILE: set one or the other"},
 		{"both in the file", []string{"--config", both}, nil, "", both + `: "etcd_password" and "etcd_password_file": set one or the other`},
-		{"missing file", []string{"--config", settings, "--etcd-password-file", "/nonexistent/pw"}, nil, "", `field "etcd_password_file": open /nonexistent/pw: no such file or directory`},
+		{"missing file", []string{"--config", settings, "--etcd-password-file", "/nonexistent/pw"}, nil, "", `flag --etcd-password-file: open /nonexistent/pw: no such file or directory`},
 		{"empty first line", []string{"--config", settings, "--etcd-password-file", emptyPw}, nil, "", emptyPw + ": the first line is empty"},
 	}
 	for _, tc := range tests {

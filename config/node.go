@@ -246,9 +246,7 @@ func (n Node) Validate() error {
 // may stay open, and no unauthenticated listener beyond loopback unless
 // insecure_http says so.
 func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
-	if (n.HTTPTLSCert == "") != (n.HTTPTLSKey == "") {
-		bad("http_tls_cert", "http_tls_cert and http_tls_key go together: set both or neither")
-	}
+	pair(bad, "http_tls_cert", n.HTTPTLSCert, "http_tls_key", n.HTTPTLSKey)
 	for _, p := range n.HTTPOpen {
 		if !slices.Contains([]string{"healthz", "readyz", "metrics", "none"}, p) {
 			bad("http_open", "%q must be healthz, readyz, metrics or none", p)
@@ -281,8 +279,9 @@ func loadNodeFile(n Node, path string) (Node, error) {
 	return n, err
 }
 
-// loadNodeFileKeys is loadNodeFile that also says which keys the file set.
-func loadNodeFileKeys(n Node, path string) (Node, map[string]bool, error) {
+// loadNodeFileKeys is loadNodeFile that also says which keys the file set,
+// and on which line.
+func loadNodeFileKeys(n Node, path string) (Node, map[string]int, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return Node{}, nil, fileError(path, err)
@@ -292,7 +291,7 @@ func loadNodeFileKeys(n Node, path string) (Node, map[string]bool, error) {
 	if len(c.errs) > 0 {
 		return Node{}, nil, c.err()
 	}
-	set := map[string]bool{}
+	set := map[string]int{}
 	if root == nil {
 		return n, set, nil // an empty file sets nothing
 	}
@@ -307,7 +306,7 @@ func loadNodeFileKeys(n Node, path string) (Node, map[string]bool, error) {
 			d.unknown(k, key, keys)
 			return
 		}
-		set[key] = true
+		set[key] = k.Line
 		nodeSettings[i].decode(d, &n, v)
 	})
 	for _, e := range d.errs {

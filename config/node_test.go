@@ -102,6 +102,7 @@ func TestResolveNodePrecedence(t *testing.T) {
 
 func TestResolveNodeErrors(t *testing.T) {
 	bad := writeFile(t, "cluster: x\nlease_tll: 10s\nshards: many\nshards: 2\n")
+	zeroShards := writeFile(t, "cluster: x\nshards: 0\n")
 	tests := []struct {
 		flags []string
 		env   map[string]string
@@ -110,11 +111,14 @@ func TestResolveNodeErrors(t *testing.T) {
 		{[]string{"--config", bad}, nil, bad + ":2: field \"lease_tll\": unknown field (did you mean \"lease_ttl\"?)\n" +
 			bad + ":3: field \"shards\": must be a whole number, found \"many\"\n" +
 			bad + ":4: field \"shards\": duplicate key (first at line 3)"},
-		{[]string{"--config", "/nonexistent/node.yaml"}, nil, "/nonexistent/node.yaml: no such file or directory"},
+		{[]string{"--config", "/nonexistent/node.yaml"}, nil, "flag --config: /nonexistent/node.yaml: no such file or directory"},
+		{nil, map[string]string{"SHARDCRON_CONFIG": "/nonexistent/node.yaml"}, "environment SHARDCRON_CONFIG: /nonexistent/node.yaml: no such file or directory"},
 		{[]string{"--embedded-etcd"}, map[string]string{"SHARDCRON_LEASE_TTL": "ten", "SHARDCRON_SHARDS": "x"},
 			"environment SHARDCRON_LEASE_TTL: \"ten\" is not a duration such as 30s, 5m or 1h30m\nenvironment SHARDCRON_SHARDS: \"x\" is not a whole number"},
 		{nil, nil, `field "etcd_endpoints": no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints), or --embedded-etcd for a single replica with its own etcd; server will not guess, because several replicas each embedding an etcd would be separate clusters, each firing every job`},
-		{[]string{"--embedded-etcd", "--lease-ttl", "4s", "--lease-margin", "3s"}, nil, `field "lease_margin": 3s is more than half the lease TTL (4s): the safe deadline would leave too little of the lease`},
+		{[]string{"--embedded-etcd", "--lease-ttl", "4s", "--lease-margin", "3s"}, nil, `flag --lease-margin: 3s is more than half the lease TTL (4s): the safe deadline would leave too little of the lease`},
+		{[]string{"--embedded-etcd"}, map[string]string{"SHARDCRON_LEASE_TTL": "1s"}, `environment SHARDCRON_LEASE_TTL: 1s is less than the minimum of 2s`},
+		{[]string{"--embedded-etcd", "--config", zeroShards}, nil, zeroShards + `:2: field "shards": 0 is not from 1 to 65536`},
 		{[]string{"--embedded-etcd", "--lease-margin", "-1s"}, nil, `flag --lease-margin: -1s is negative`},
 	}
 	for _, tc := range tests {
@@ -165,8 +169,8 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.LogLevel = "verbose" }, `field "log_level": "verbose" must be one of debug, info, warn, error`},
 		{func(n *Node) { n.LogFormat = "xml" }, `field "log_format": "xml" must be one of text, json`},
 		{func(n *Node) { n.EtcdCert = "c.pem" }, `field "etcd_cert": etcd_cert and etcd_key go together`},
-		{func(n *Node) { n.EtcdPassword = "p" }, `field "etcd_username": etcd_username and etcd_password go together`},
-		{func(n *Node) { n.HTTPTLSKey = "k.pem" }, `field "http_tls_cert": http_tls_cert and http_tls_key go together`},
+		{func(n *Node) { n.EtcdPassword = "p" }, `field "etcd_password": etcd_username and etcd_password go together`},
+		{func(n *Node) { n.HTTPTLSKey = "k.pem" }, `field "http_tls_key": http_tls_cert and http_tls_key go together`},
 		{func(n *Node) { n.HTTPOpen = []string{"healthz", "api"} }, `field "http_open": "api" must be healthz, readyz, metrics or none`},
 		{func(n *Node) { n.HTTPOpen = []string{"none", "metrics"} }, `none excludes the others`},
 		{func(n *Node) { n.HTTPAddr = ":8080" }, `field "http_addr": ":8080" listens beyond loopback without token auth`},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -129,12 +130,12 @@ func EnvVar(flag string) string {
 // set explicitly on fs (bound by BindNodeFlags), and validates the result.
 // Errors name the file and line, the variable or the setting.
 func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
-	n, err := resolve(fs, env, ServerOnly)
+	n, src, err := resolve(fs, env, ServerOnly)
 	if err != nil {
 		return Node{}, err
 	}
 	if err := n.Validate(); err != nil {
-		return Node{}, err
+		return Node{}, src.locate(err)
 	}
 	return n, nil
 }
@@ -144,34 +145,38 @@ func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 // --config file (whose server-only keys it checks and ignores), and only the
 // Shared settings read from the environment and validated.
 func ResolveClient(fs *pflag.FlagSet, env func(string) string) (Client, error) {
-	n, err := resolve(fs, env, Shared)
+	n, src, err := resolve(fs, env, Shared)
 	if err != nil {
 		return Client{}, err
 	}
 	c := n.Client()
 	if err := c.Validate(); err != nil {
-		return Client{}, err
+		return Client{}, src.locate(err)
 	}
 	return c, nil
 }
 
 // resolve applies default, file, environment and flags, in that order, for
-// the settings whose scope is at least min.
-func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error) {
+// the settings whose scope is at least min, and says where each came from.
+func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sources, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
 	n := DefaultNode()
-	path := env(EnvPrefix + "CONFIG")
-	if f := fs.Lookup(ConfigFlag); f != nil && f.Changed {
-		path = f.Value.String()
-	}
+	src := sources{}
+	path, from := configSource(fs, env)
 	var errs Errors
 	if path != "" {
-		var keys map[string]bool
-		var err error
-		if n, keys, err = loadNodeFileKeys(n, path); err != nil {
-			return Node{}, err
+		lines, err := map[string]int(nil), error(nil)
+		if n, lines, err = loadNodeFileKeys(n, path); err != nil {
+			if e, ok := err.(*Error); ok && e.Line == 0 && e.File == path { // the file itself: name who named it
+				e.Msg, e.File = fmt.Sprintf("%s: %s: %s", from, path, e.Msg), ""
+			}
+			return Node{}, nil, err
+		}
+		keys := map[string]bool{}
+		for k, line := range lines {
+			keys[k], src[k] = true, source{file: path, line: line}
 		}
 		errs = append(errs, settleSecretFiles(&n, keys, path, func(k string) string { return `"` + k + `"` })...)
 	}
@@ -181,7 +186,7 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error
 		if s.scope < min || v == "" {
 			continue
 		}
-		set[s.key] = true
+		set[s.key], src[s.key] = true, source{env: s.env()}
 		if err := s.parse(&n, v); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
 		}
@@ -193,23 +198,23 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, error
 		if s.scope < min || f == nil || !f.Changed {
 			continue
 		}
-		set[s.key] = true
+		set[s.key], src[s.key] = true, source{flag: "--" + s.flag()}
 		if err := s.fromFlag(&n, fs); err != nil {
 			errs = append(errs, &Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
 		}
 	}
 	errs = append(errs, settleSecretFiles(&n, set, "flags", func(k string) string { return "--" + strings.ReplaceAll(k, "_", "-") })...)
 	if len(errs) > 0 {
-		return Node{}, errs
+		return Node{}, nil, errs
 	}
 	if n.EtcdPasswordFile != "" {
 		pw, err := readSecretFile(n.EtcdPasswordFile)
 		if err != nil {
-			return Node{}, Errors{{Field: "etcd_password_file", Msg: err.Error()}}
+			return Node{}, nil, src.locate(Errors{{Field: "etcd_password_file", Msg: err.Error()}})
 		}
 		n.EtcdPassword = pw
 	}
-	return n, nil
+	return n, src, nil
 }
 
 // settleSecretFiles applies one level's secret settings over the lower
@@ -244,7 +249,7 @@ const MaxSecretFileSize = 64 << 10
 // readSecretFile returns the first line of the file at path, without its
 // line ending. Errors name the file and never hold its content.
 func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFileMax(path, MaxSecretFileSize)
 	switch {
 	case err != nil:
 		return "", err
@@ -348,4 +353,15 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// readFileMax reads at most max+1 bytes of path, enough to tell a file over
+// the bound without reading all of it.
+func readFileMax(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(max)+1))
 }

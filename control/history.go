@@ -58,7 +58,7 @@ func EtcdLocator(cli *clientv3.Client, ks keyspace.Space) Locator {
 // (shard.ReadHistory): run history is written by the shard's owners under
 // their fence and outlives them, so it shows the runs of owners that are
 // gone.
-func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc Locator, job string, limit int) (HistoryResult, error) {
+func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc Locator, job string, limit int, opts ...shard.ReadOption) (HistoryResult, error) {
 	if limit < 1 || limit > MaxHistory {
 		return HistoryResult{}, fmt.Errorf("%w: limit %d: want 1 to %d", ErrInvalid, limit, MaxHistory)
 	}
@@ -69,7 +69,7 @@ func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc L
 	if !found {
 		return HistoryResult{}, fmt.Errorf("%w: no job %q in the cluster's job set", ErrNotFound, job)
 	}
-	h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: s, Job: job}}, limit)
+	h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: s, Job: job}}, limit, opts...)
 	if err != nil {
 		return HistoryResult{}, err
 	}

@@ -68,7 +68,7 @@ type Move struct {
 // Plan reads the cluster's members, shard holders and ring parameters and
 // previews req against them.
 func Plan(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, req PlanRequest) (PlanResult, error) {
-	if err := req.check(); err != nil {
+	if err := req.Check(); err != nil {
 		return PlanResult{}, err
 	}
 	meta, err := shard.ReadMeta(ctx, cli, ks)
@@ -82,7 +82,8 @@ func Plan(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, req Plan
 	return PlanFrom(st, meta.Params(), req)
 }
 
-func (r PlanRequest) check() error {
+// Check refuses a request that says nothing, or both a count and names.
+func (r PlanRequest) Check() error {
 	if r.Replicas != 0 && (len(r.Add) > 0 || len(r.Remove) > 0) {
 		return fmt.Errorf("%w: --replicas and --add/--remove: give one or the other", ErrInvalid)
 	}
@@ -95,7 +96,7 @@ func (r PlanRequest) check() error {
 // PlanFrom previews req against a read of ownership (shard.ReadState) and
 // the ring's parameters. It is pure.
 func PlanFrom(st shard.State, p rebalance.Params, req PlanRequest) (PlanResult, error) {
-	if err := req.check(); err != nil {
+	if err := req.Check(); err != nil {
 		return PlanResult{}, err
 	}
 	var res PlanResult

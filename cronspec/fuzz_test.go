@@ -12,7 +12,8 @@ import (
 // that strictly increase, fall on whole seconds and never come back zero. In
 // UTC (no DST) the fire times of a cron spec equal robfig's. The seed corpus
 // lives in testdata/fuzz/FuzzParse and runs with every `go test`; explore
-// with `go test -run '^$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 3s ./schedule`.
+// with `go test -run '^$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 3s ./cronspec`
+// (`make fuzz` runs every fuzz target for a bounded time).
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"*/10 * * * * *", "0 2 * * *", "@every 90s", "TZ=", "0 0 30 2 *", "@hourly"} {
 		f.Add(s, "America/New_York", int64(1772953200))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Config supplies what the handlers read. Every function must be safe for
@@ -120,7 +121,9 @@ func newMux(cfg Config) (*routeMux, error) {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"offset": q.Offset, "limit": q.Limit, "total": total, "jobs": page})
+		out := map[string]any{"offset": q.Offset, "limit": q.Limit, "total": total, "jobs": page}
+		addFreshness(out, page, time.Now())
+		writeJSON(w, http.StatusOK, out)
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -20,7 +21,7 @@ const maxTokenFile = 1 << 20
 // tokens let a token be rotated without a moment in which neither the old
 // nor the new one works.
 func LoadTokens(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, maxTokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTokenFile, err)
 	}
@@ -49,4 +50,15 @@ func LoadTokens(path string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s: no token", ErrTokenFile, path)
 	}
 	return tokens, nil
+}
+
+// readBounded reads at most max+1 bytes of path: enough to tell a file
+// over the bound without reading all of it (a huge file, /dev/zero).
+func readBounded(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(max)+1))
 }

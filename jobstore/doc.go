@@ -77,11 +77,13 @@
 // Result.GCErr and repaired by the next apply.
 //
 // Data in a newer format than this binary knows is refused with ErrFormat
-// by every entry point. A set that fails its checks (ErrCorrupt: a pointer
-// or chunk edited or deleted by hand) is refused by Load and Apply; Watch
-// keeps delivering nothing until a good version appears (the replica keeps
-// its last good set); Apply replaces it only with
-// ApplyOptions.ReplaceCorrupt, every job then counting as new.
+// by Load and Apply. A set that fails its checks (ErrCorrupt: a pointer or
+// chunk edited or deleted by hand, a digest or job count that does not
+// match) is refused by Load and Apply; Apply replaces it only with
+// ApplyOptions.ReplaceCorrupt, every job then counting as new. Watch
+// reports either kind (baddata.JobSet, once per pointer revision) and
+// delivers nothing until a good version appears: the replica keeps its last
+// good set, and no replica stops because of what every replica reads.
 //
 // # What etcd must provide
 //

@@ -91,7 +91,7 @@ func loadOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 		}
 		o, err := decodeOverride(string(kv.Key), kv.Value)
 		if err != nil {
-			return st, err
+			return st, badOverride{string(kv.Key), kv.ModRevision, err}
 		}
 		st.byJob[job] = o
 		st.maxRev = max(st.maxRev, kv.ModRevision)

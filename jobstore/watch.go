@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
@@ -23,10 +26,17 @@ const (
 // WatchOption tunes Watch.
 type WatchOption func(*watchConfig)
 
-type watchConfig struct{ log *slog.Logger }
+type watchConfig struct {
+	log *slog.Logger
+	bad *baddata.Reporter
+}
 
 // WithLogger makes Watch log the etcd errors it retries.
 func WithLogger(l *slog.Logger) WatchOption { return func(c *watchConfig) { c.log = l } }
+
+// WithBadData makes Watch report a stored job set it cannot use (ErrCorrupt,
+// ErrFormat) to r, once per pointer revision.
+func WithBadData(r *baddata.Reporter) WatchOption { return func(c *watchConfig) { c.bad = r } }
 
 // errRelist ends one watch so that Watch lists again without backing off.
 var errRelist = errors.New("jobstore: watch compacted, re-listing")
@@ -50,34 +60,39 @@ var errRelist = errors.New("jobstore: watch compacted, re-listing")
 // (keyspace.JobsWatchEnd; with clientv3.WithRequireLeader, so a member cut
 // off from its leader is noticed), and each version's chunks at the
 // revision its pointer was written, so every set is exactly one applied
-// version. On a compacted revision it lists again; on other etcd
-// errors, and on a stored set that fails its checks (ErrCorrupt, logged
-// as an error; the last good set stays in force), it retries with backoff
-// (100 ms doubling to 5 s). A deleted pointer is never delivered: versions
-// only go up. It returns nil once ctx is done, or ErrFormat when the
-// cluster's job set is newer than this binary, which retrying cannot cure.
+// version. On a compacted revision it lists again; on other etcd errors it
+// retries with backoff (100 ms doubling to 5 s). A deleted pointer is
+// never delivered: versions only go up. It returns nil once ctx is done.
+//
+// A stored set this binary cannot use — one that fails its checks
+// (ErrCorrupt: a pointer or chunk edited by hand, a digest that does not
+// match) or is in a newer format (ErrFormat) — is reported (WithBadData;
+// logged and counted once per pointer revision) and skipped: the caller
+// keeps the last good set (overrides still apply to it), and Watch waits
+// for the pointer to move (the next apply) rather than reading the bad
+// version again. Exiting instead would stop every replica of the cluster
+// at once, since they all watch the same pointer. An override that does
+// not decode is reported too, but fails the read (retried with backoff):
+// an unreadable suspension must not silently become a running job.
 func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), opts ...WatchOption) error {
 	cfg := watchConfig{log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	last := delivered{rev: -1}
+	st := watchState{last: delivered{rev: -1}}
 	backoff := watchBackoffMin
 	for {
-		err := watchOnce(ctx, cli, ks, fn, &last)
+		err := watchOnce(ctx, cli, ks, fn, &st, &cfg)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrFormat):
-			return err
 		case errors.Is(err, errRelist):
 			backoff = watchBackoffMin
 			continue
 		}
-		if errors.Is(err, ErrCorrupt) {
-			// Keep the last good set and retry: the next apply repairs
-			// the data, and exiting would stop every replica at once.
-			cfg.log.Error("stored job set is unreadable; keeping the last good one until a new apply", "err", err, "retry_in_ms", backoff.Milliseconds())
+		if bv := (badOverride{}); errors.As(err, &bv) && cfg.bad != nil {
+			cfg.bad.Report(baddata.JobSet, bv.key, bv.rev, bv.err, // once, however often retried
+				"the job set watch waits for it to be fixed (delete the key, then `shardcron suspend` the job again if it should stay suspended); this replica keeps its last job set")
 		} else {
 			cfg.log.Warn("job set watch failed; retrying", "err", err, "retry_in_ms", backoff.Milliseconds())
 		}
@@ -92,10 +107,6 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 	}
 }
 
-// watchOnce lists the current set and the overrides, delivers the
-// effective set if new, then follows the pointer and the overrides in one
-// watch range until the watch fails; it always returns an error (ctx's
-// when done).
 // delivered is what Watch last handed to fn: its revision, and what a
 // listing compares to tell whether anything changed since.
 type delivered struct {
@@ -103,31 +114,57 @@ type delivered struct {
 	ovN                 int
 }
 
-func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), last *delivered) error {
+// watchState is what Watch carries from one watch to the next: what it
+// delivered last, and the last usable applied set (nil until one was
+// read), which a bad pointer leaves in force.
+type watchState struct {
+	last delivered
+	good *config.JobSet
+}
+
+// running is the version the caller keeps (-1: none yet).
+func (s *watchState) running() int64 {
+	if s.good == nil {
+		return -1
+	}
+	return s.good.Version
+}
+
+// watchOnce lists the current set and the overrides, delivers the
+// effective set if new, then follows the pointer and the overrides in one
+// watch range until the watch fails; it always returns an error (ctx's
+// when done).
+func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), st *watchState, cfg *watchConfig) error {
 	base, p, err := loadCurrent(ctx, cli, ks)
-	if err != nil {
+	switch {
+	case unusable(err) && p.readRev != 0:
+		cfg.reportBad(ks, p, st.running(), err) // and watch on from here for a good one
+	case err != nil:
 		return err
+	default:
+		st.good = &base
 	}
 	ovs, err := loadOverrides(ctx, cli, ks, p.readRev)
 	if err != nil {
 		return err
 	}
+	last := &st.last
 	// Each delivery carries the revision it reflects (a listing's read
 	// revision, a watch response's newest event), so deliveries strictly
 	// increase however often the watch lists again. Without a set, only
-	// the first empty set is delivered.
+	// the first empty set is delivered; without a usable one, nothing.
 	deliver := func(rev int64) {
-		if rev <= last.rev || (base.Version == 0 && last.rev >= 0) {
+		if st.good == nil || rev <= last.rev || (st.good.Version == 0 && last.rev >= 0) {
 			return
 		}
-		*last = delivered{rev: rev, version: base.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
-		set := Effective(base, ovs.byJob)
+		*last = delivered{rev: rev, version: st.good.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
+		set := Effective(*st.good, ovs.byJob)
 		set.Revision = rev
 		fn(set)
 	}
 	// A listing after a watch failure delivers only what changed meanwhile
 	// (a deleted override lowers the count), not the same set again.
-	if (delivered{last.rev, base.Version, ovs.maxRev, len(ovs.byJob)}) != *last || last.rev < 0 {
+	if st.good != nil && ((delivered{last.rev, st.good.Version, ovs.maxRev, len(ovs.byJob)}) != *last || last.rev < 0) {
 		deliver(p.readRev)
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -139,7 +176,7 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 		if err := resp.Err(); err != nil {
 			return err
 		}
-		rev, changed, err := applyEvents(ctx, cli, ks, resp.Events, &base, &ovs)
+		rev, changed, err := applyEvents(ctx, cli, ks, resp.Events, st, &ovs, cfg)
 		if err != nil {
 			return err
 		}
@@ -153,11 +190,11 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 	return fmt.Errorf("jobstore: watch of %s closed", ks.JobsCurrent())
 }
 
-// applyEvents folds one watch response into base and ovs: overrides as
-// they come, and only the newest pointer of the response (the versions
-// before it are already superseded), whose set is read at its revision.
-// It returns the newest event's revision and whether anything changed.
-func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, evs []*clientv3.Event, base *config.JobSet, ovs *overrideState) (int64, bool, error) {
+// applyEvents folds one watch response into st and ovs: overrides as they
+// come, and only the newest pointer of the response (the versions before
+// it are already superseded), whose set is read at its revision. It
+// returns the newest event's revision and whether anything changed.
+func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, evs []*clientv3.Event, st *watchState, ovs *overrideState, cfg *watchConfig) (int64, bool, error) {
 	var (
 		ptr     *clientv3.Event
 		rev     int64
@@ -183,27 +220,79 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 		}
 		o, err := decodeOverride(key, ev.Kv.Value)
 		if err != nil {
-			return 0, false, err
+			return 0, false, badOverride{key, ev.Kv.ModRevision, err}
 		}
 		ovs.byJob[job] = o
 	}
 	if ptr == nil {
 		return rev, changed, nil
 	}
-	np, err := decodePointer(ptr.Kv.Value)
-	if err != nil {
-		return 0, false, err
+	set, ok, err := readPointer(ctx, cli, ks, ptr.Kv, st.running(), cfg)
+	if !ok || err != nil {
+		return rev, changed, err
 	}
-	if np.Version <= base.Version {
-		return rev, changed, nil
-	}
-	set, err := readVersion(ctx, cli, ks, np, ptr.Kv.ModRevision)
-	if errors.Is(err, rpctypes.ErrCompacted) {
-		return 0, false, errRelist
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	*base = set
+	st.good = &set
 	return rev, true, nil
+}
+
+// readPointer reads the set a pointer put in the watch names. It reports
+// (and returns !ok for) a pointer or set this binary cannot use, a pointer
+// moved back, and the version running rewritten in place (read only to
+// check it: no apply does that).
+func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, kv *mvccpb.KeyValue, running int64, cfg *watchConfig) (config.JobSet, bool, error) {
+	np, err := decodePointer(kv.Value)
+	np.modRev = kv.ModRevision
+	if err != nil {
+		cfg.reportBad(ks, np, running, err)
+		return config.JobSet{}, false, nil
+	}
+	if np.Version < running {
+		// Flips only move forward: a pointer moved back is foreign.
+		cfg.reportBad(ks, np, running, fmt.Errorf("%w: pointer moved back to version %d", ErrCorrupt, np.Version))
+		return config.JobSet{}, false, nil
+	}
+	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision)
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return set, false, errRelist
+	case unusable(err):
+		cfg.reportBad(ks, np, running, err)
+		return set, false, nil
+	case err != nil:
+		return set, false, err
+	}
+	return set, set.Version != running, nil
+}
+
+// badOverride is an override this binary cannot decode, with its key and
+// ModRevision for the report.
+type badOverride struct {
+	key string
+	rev int64
+	err error
+}
+
+func (b badOverride) Error() string { return b.err.Error() }
+func (b badOverride) Unwrap() error { return b.err }
+
+// unusable reports whether err says the stored set itself is bad (a retry
+// reads the same bytes), as opposed to etcd failing to answer.
+func unusable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFormat)
+}
+
+// reportBad reports the job set that p points to as unusable; running is
+// the version the caller keeps (0: none yet).
+func (c *watchConfig) reportBad(ks keyspace.Space, p pointer, running int64, err error) {
+	action := "skipped: this replica keeps running its last good job set (version " + fmt.Sprint(max(running, 0)) +
+		"); `shardcron apply --replace-corrupt -f FILE` replaces it"
+	if running < 0 {
+		action = "skipped: this replica has no job set yet and takes no shards until one is readable; `shardcron apply --replace-corrupt -f FILE` replaces it"
+	}
+	if errors.Is(err, ErrFormat) {
+		action = strings.Replace(action, "`shardcron apply --replace-corrupt -f FILE` replaces it", "upgrade this replica to read it", 1)
+	}
+	if !c.bad.Report(baddata.JobSet, ks.JobsCurrent(), p.modRev, err, action) && c.bad == nil {
+		c.log.Error("stored job set is unusable", "err", err, "action", action)
+	}
 }

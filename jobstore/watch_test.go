@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/internal/poll"
@@ -216,16 +217,32 @@ func TestWatchRelistsAfterCompaction(t *testing.T) {
 	}
 }
 
-func TestWatchOutlivesCorruptionAndStopsOnNewerFormat(t *testing.T) {
+// A damaged set and a newer-format set are both reported and skipped: the
+// watch goes on, the caller keeps its last good set, and the next good
+// apply is delivered. Neither stops Watch, which would stop every replica
+// of the cluster at once.
+func TestWatchSkipsCorruptionAndNewerFormat(t *testing.T) {
 	s := etcdtest.Start(t)
 	cli := s.Client(t)
 	ks := keyspace.New("damaged")
 	v1 := mustApply(t, cli, ks, jobs(0, 10, 1), ApplyOptions{}).Version
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	bad, err := baddata.New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sets := make(chan config.JobSet, 10)
 	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, s.Client(t), ks, func(s config.JobSet) { sets <- s }) }()
+	go func() {
+		done <- Watch(ctx, s.Client(t), ks, func(s config.JobSet) { sets <- s }, WithBadData(bad))
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch returned %v", err)
+		}
+	}()
 	if got := (<-sets).Version; got != v1 {
 		t.Fatalf("first delivery %d, want %d", got, v1)
 	}
@@ -234,37 +251,54 @@ func TestWatchOutlivesCorruptionAndStopsOnNewerFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig := string(resp.Kvs[0].Value)
-
-	// A damaged pointer (wrong job count, as if edited by hand): nothing
-	// delivered, the watch goes on, and the next apply is delivered.
-	if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), strings.Replace(orig, `"jobs":10`, `"jobs":11`, 1)); err != nil {
-		t.Fatal(err)
+	put := func(v string) {
+		t.Helper()
+		if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), v); err != nil {
+			t.Fatal(err)
+		}
 	}
+	expectNothing := func(what string, reports int) {
+		t.Helper()
+		poll.Must(t, 30*time.Second, what+" reported", poll.True(func() bool { return bad.Count(baddata.JobSet) == reports }))
+		select {
+		case got := <-sets:
+			t.Fatalf("%s: delivered version %d", what, got.Version)
+		case err := <-done:
+			t.Fatalf("%s: Watch returned %v", what, err)
+		case <-time.After(300 * time.Millisecond): // a delivery would follow the report at once
+		}
+	}
+	delivered := func(what string, want int64, n int) {
+		t.Helper()
+		select {
+		case got := <-sets:
+			if got.Version != want || len(got.Jobs) != n {
+				t.Fatalf("%s: delivered version %d (%d jobs), want %d", what, got.Version, len(got.Jobs), want)
+			}
+		case err := <-done:
+			t.Fatalf("%s: Watch returned %v", what, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: nothing delivered within 30s", what)
+		}
+	}
+
+	// A damaged pointer (wrong job count, as if edited by hand): reported,
+	// nothing delivered, and the next apply (which must say it replaces a
+	// corrupt set) is delivered.
+	put(strings.Replace(orig, `"jobs":10`, `"jobs":11`, 1))
+	expectNothing("a damaged pointer", 1)
 	if _, err := Apply(testCtx(t, time.Minute), cli, ks, jobs(0, 12, 2), ApplyOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Apply over a damaged set = %v, want ErrCorrupt", err)
 	}
 	v2 := mustApply(t, cli, ks, jobs(0, 12, 2), ApplyOptions{ReplaceCorrupt: true}).Version
-	select {
-	case got := <-sets:
-		if got.Version != v2 || len(got.Jobs) != 12 {
-			t.Fatalf("after a damaged pointer delivered version %d (%d jobs), want %d", got.Version, len(got.Jobs), v2)
-		}
-	case err := <-done:
-		t.Fatalf("Watch returned %v on a damaged pointer", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the apply after a damaged pointer was not delivered within 30s")
-	}
+	delivered("after a damaged pointer", v2, 12)
 
-	// A newer format: Watch stops with ErrFormat.
-	if _, err := cli.Put(testCtx(t, 10*time.Second), ks.JobsCurrent(), strings.Replace(orig, `"format":1`, `"format":2`, 1)); err != nil {
+	// A newer format: reported and skipped too; the set in force stays.
+	put(strings.Replace(orig, `"format":1`, `"format":2`, 1))
+	expectNothing("a newer format", 2)
+	if _, err := cli.Delete(testCtx(t, 10*time.Second), ks.JobsCurrent()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrFormat) {
-			t.Fatalf("Watch on a newer format returned %v, want ErrFormat", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Watch did not stop on a newer format within 30s")
-	}
+	v3 := mustApply(t, cli, ks, jobs(0, 13, 3), ApplyOptions{}).Version
+	delivered("after the newer format was removed", v3, 13)
 }

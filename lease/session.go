@@ -34,6 +34,9 @@ type Session struct {
 	// moves forward, and only while ended is false.
 	deadline atomic.Int64
 	ended    atomic.Bool
+	// renewed is the wall-clock time (Unix nanoseconds) etcd last answered
+	// a renewal (or the grant): what "as of" a replica's view is.
+	renewed atomic.Int64
 
 	mu    sync.Mutex  // serialises extending the deadline against ending
 	timer *time.Timer // fires at the deadline; guarded by mu
@@ -84,6 +87,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cf
 	s.log = cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id)))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.deadline.Store(int64(sent + s.ttl - cfg.Margin))
+	s.renewed.Store(time.Now().UnixNano())
 	// Read the time left before taking mu: Remaining ends the session when
 	// the grant took longer than TTL − Margin, and ending takes mu.
 	left := s.Remaining()
@@ -149,6 +153,11 @@ func (s *Session) Deadline() time.Duration {
 	return time.Duration(s.deadline.Load())
 }
 
+// Renewed is when etcd last answered this session: its grant or its last
+// successful renewal, on the wall clock. It stays at that instant after the
+// session ends, so a view kept from etcd can say how old it is.
+func (s *Session) Renewed() time.Time { return time.Unix(0, s.renewed.Load()) }
+
 // Done is closed the moment the session ends: its safe deadline passed (a
 // timer; Valid notices even earlier after a pause), etcd reported the lease
 // gone, or it was closed. It is never reopened.
@@ -207,6 +216,7 @@ func (s *Session) extend(sent time.Duration, ttlSeconds int64) bool {
 		s.endLocked(ErrLost, "renewal arrived after the safe deadline")
 		return false
 	}
+	s.renewed.Store(time.Now().UnixNano())
 	if d := sent + time.Duration(ttlSeconds)*time.Second - s.cfg.Margin; d > old {
 		s.deadline.Store(int64(d))
 		s.timer.Reset(d - s.now())

@@ -15,13 +15,18 @@
 //     503 (not ready) until the replica is wired.
 //  2. The cluster's meta is read, or created on a new cluster (its shard
 //     count wins over Config.Shards). Run says so while etcd does not
-//     answer rather than waiting silently.
+//     answer rather than waiting silently; a meta it must refuse (newer,
+//     rewritten, missing while members run) holds it there, not ready and
+//     saying why, until the meta is fixed, rather than exiting into a
+//     crash loop.
 //  3. The Manager and the scheduler are built (the scheduler writes through
 //     the Manager's Store; the Manager hands ownership events to the
 //     scheduler once it runs), the job set is bootstrapped from
 //     Config.Jobs when the cluster has none, and the dashboard replaces the
 //     starting handler.
-//  4. The scheduler and the job-set watch start, then the Manager.
+//  4. The scheduler and the job-set watch start, then the Manager, but
+//     only once the watch delivered a job set (firstset.go): a replica that
+//     cannot read the cluster's job set takes no shards and is not ready.
 //
 // Shutdown, when ctx ends or a part fails, is the reverse:
 //

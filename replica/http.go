@@ -22,8 +22,9 @@ import (
 // starting handler until the replica is wired, then the dashboard, and
 // stops last.
 type web struct {
-	addr    string
-	handler swapHandler
+	addr     string
+	handler  swapHandler
+	starting *startStatus // what the starting handler says it waits for
 	// stop ends the requests in flight, stops the server (closing the
 	// listener) and waits for it. Idempotent.
 	stop func()
@@ -31,8 +32,8 @@ type web struct {
 
 // startHTTP serves Config.Listener; a failure to serve goes to errs.
 func (r *Replica) startHTTP(errs chan<- error) *web {
-	w := &web{addr: r.cfg.Listener.Addr().String()}
-	w.handler.Store(startingHandler())
+	w := &web{addr: r.cfg.Listener.Addr().String(), starting: &startStatus{}}
+	w.handler.Store(startingHandler(w.starting))
 	var root http.Handler = &w.handler
 	if r.cfg.WrapHTTP != nil {
 		root = r.cfg.WrapHTTP(root)
@@ -64,9 +65,9 @@ func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (htt
 	return dashboard.New(dashboard.Config{
 		State:   memberLeases(r.cli, mgr),
 		Jobs:    r.jobsPage(mgr, sched),
-		Ready:   mgr.Ready,
+		Ready:   r.first.ready(mgr.Ready),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Runs:    r.jobRuns(sched),
+		Runs:    r.jobRuns(sched, mgr.BadData()),
 		Suspend: r.suspendRoute(),
 		Trigger: r.triggerRoute(),
 		Changes: changeFeed(mgr),
@@ -84,14 +85,14 @@ func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startingHandler answers while the replica waits for etcd: alive, not
-// ready, nothing else yet.
-func startingHandler() http.Handler {
+// ready (saying why), nothing else yet.
+func startingHandler(st *startStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "not ready: starting (waiting for etcd)", http.StatusServiceUnavailable)
+		http.Error(w, "not ready: starting ("+st.String()+")", http.StatusServiceUnavailable)
 	})
 	return mux
 }

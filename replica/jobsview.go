@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
@@ -41,23 +42,35 @@ type JobView struct {
 const LastRunsShown = 5
 
 // readJobs is the one query behind the jobs API and `status`: of jobs,
-// the page q selects in name order, with each job's schedule from specs,
-// its owner and token from owners, and its in-flight ticks and newest runs
-// (at most runs) read on demand from etcd (shard.ReadRecords and
-// shard.ReadHistory, a snapshot each per page), never a watch on ticks/ or
-// runs/. It returns the page and how many jobs q selects.
+// the page q selects in name order (selectJobs), with each job's in-flight
+// ticks and newest runs (at most runs) read on demand from etcd
+// (readRuns). It returns the page and how many jobs q selects. The jobs
+// API reads the same rows through its runs cache (jobscache.go), which
+// answers a stale page rather than an error while etcd is away.
 func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []scheduler.JobInfo, specs map[string]*config.Job,
 	owners []shard.ShardState, q dashboard.JobsQuery, runs int) ([]JobView, int, error) {
+	rows, refs, total := selectJobs(jobs, specs, owners, q)
+	if err := readRuns(ctx, cli, ks, rows, refs, runs, nil); err != nil {
+		return nil, 0, err
+	}
+	return rows, total, nil
+}
+
+// selectJobs is the page q selects of jobs, in name order, each with its
+// schedule from specs and its owner and token from owners; refs name the
+// rows' records, in order; total is how many jobs q selects.
+func selectJobs(jobs []scheduler.JobInfo, specs map[string]*config.Job, owners []shard.ShardState,
+	q dashboard.JobsQuery) (rows []JobView, refs []shard.RecordRef, total int) {
 	if q.Search != "" || q.Shard >= 0 {
 		jobs = slices.DeleteFunc(jobs, func(j scheduler.JobInfo) bool {
 			return !strings.Contains(j.Name, q.Search) || (q.Shard >= 0 && j.Shard != q.Shard)
 		})
 	}
 	slices.SortFunc(jobs, func(a, b scheduler.JobInfo) int { return strings.Compare(a.Name, b.Name) })
-	total := len(jobs)
+	total = len(jobs)
 	jobs = jobs[min(q.Offset, total):min(q.Offset+max(q.Limit, 0), total)]
-	rows := make([]JobView, len(jobs))
-	refs := make([]shard.RecordRef, len(jobs))
+	rows = make([]JobView, len(jobs))
+	refs = make([]shard.RecordRef, len(jobs))
 	for i, j := range jobs {
 		rows[i] = JobView{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
 		if spec := specs[j.Name]; spec != nil {
@@ -68,9 +81,21 @@ func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs
 		}
 		refs[i] = shard.RecordRef{Shard: j.Shard, Job: j.Name}
 	}
+	return rows, refs, total
+}
+
+// readRuns fills rows from one read of their records and newest runs
+// (shard.ReadRecords and shard.ReadHistory, a snapshot each), never a
+// watch on ticks/ or runs/; history that does not decode goes to bad. On
+// an error it leaves rows as they were.
+func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows []JobView, refs []shard.RecordRef, runs int, bad *baddata.Reporter) error {
 	records, err := shard.ReadRecords(ctx, cli, ks, refs)
 	if err != nil {
-		return nil, 0, err
+		return err
+	}
+	history, err := shard.ReadHistory(ctx, cli, ks, refs, runs, shard.ReportTo(bad))
+	if err != nil {
+		return err
 	}
 	for i, b := range records {
 		if b == nil {
@@ -83,24 +108,23 @@ func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs
 		}
 		rows[i].InFlight = rec.InFlight
 	}
-	history, err := shard.ReadHistory(ctx, cli, ks, refs, runs)
-	if err != nil {
-		return nil, 0, err
-	}
 	for i, h := range history {
 		for j := len(h) - 1; j >= 0; j-- { // oldest first
 			h[j].Output = ""
 			rows[i].LastRuns = append(rows[i].LastRuns, h[j])
 		}
 	}
-	return rows, total, nil
+	return nil
 }
 
 // jobsPage serves the jobs API a page at a time: next fire times from the
 // scheduler (every replica knows them), owners from this replica's view
-// of ownership, schedules from the newest job set.
+// of ownership, schedules from the newest job set; the runs through the
+// runs cache, so a page with etcd away is stale, not an error.
 func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (any, int, error) {
 	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
-		return readJobs(ctx, r.cli, r.ks, sched.Jobs(), r.jobSet.jobs(), mgr.State().ShardSet, q, LastRunsShown)
+		st := mgr.State()
+		rows, refs, total := selectJobs(sched.Jobs(), r.jobSet.jobs(), st.ShardSet, q)
+		return r.runs.fill(ctx, r.cli, r.ks, rows, refs, st, mgr.BadData()), total, nil
 	}
 }

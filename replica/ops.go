@@ -8,7 +8,9 @@ import (
 
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // The operator actions the HTTP API serves go through package control, the
@@ -16,8 +18,10 @@ import (
 
 // jobRuns serves GET /api/v1/jobs/{name}/runs: control.History, with the
 // job's shard from the job set this replica holds (no etcd read for it);
-// 404 for a job the job set does not hold.
-func (r *Replica) jobRuns(sched *scheduler.Scheduler) dashboard.RunsFunc {
+// 404 for a job the job set does not hold. The read is bounded
+// (jobsReadTimeout): with etcd away it answers an error rather than hang;
+// segments that do not decode go to bad.
+func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) dashboard.RunsFunc {
 	loc := func(_ context.Context, name string) (int, bool, error) {
 		for _, j := range sched.Jobs() {
 			if j.Name == name {
@@ -27,7 +31,9 @@ func (r *Replica) jobRuns(sched *scheduler.Scheduler) dashboard.RunsFunc {
 		return 0, false, nil
 	}
 	return func(ctx context.Context, name string, limit int) (any, bool, error) {
-		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit)
+		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
+		defer cancel()
+		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit, shard.ReportTo(bad))
 		if errors.Is(err, control.ErrNotFound) {
 			return nil, false, nil
 		}

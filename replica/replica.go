@@ -27,6 +27,8 @@ type Replica struct {
 	log    *slog.Logger // with the cluster and node keys
 	runner *runner.Runner
 	jobSet *jobSetMetrics
+	first  *firstSet  // no shards before a job set (firstset.go)
+	runs   *runsCache // a stale jobs page's last runs (jobscache.go)
 	ran    atomic.Bool
 }
 
@@ -43,7 +45,7 @@ func New(cli *clientv3.Client, cfg Config) (*Replica, error) {
 	// shard and scheduler add the cluster and node keys themselves; the
 	// rest logs through r.log.
 	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
-	rcfg := runner.Config{Env: cfg.Env, Logger: log, IdleConnsPerHost: cfg.MaxConcurrentRuns}
+	rcfg := runner.Config{Env: cfg.Env, Logger: log, Registerer: cfg.Registry, IdleConnsPerHost: cfg.MaxConcurrentRuns}
 	var err error
 	if rcfg.Supervisor, err = runner.SupervisorArgv(); err != nil {
 		return nil, fmt.Errorf("exec supervisor: %w", err)
@@ -59,6 +61,8 @@ func New(cli *clientv3.Client, cfg Config) (*Replica, error) {
 		log:    log,
 		runner: run,
 		jobSet: newJobSetMetrics(cfg.Registry, cfg.Jobs),
+		first:  newFirstSet(),
+		runs:   newRunsCache(),
 	}, nil
 }
 
@@ -77,7 +81,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	web := r.startHTTP(errs)
 	defer web.stop()
 
-	meta, err := r.waitMeta(ctx)
+	meta, err := r.waitMeta(ctx, web.starting)
 	if err != nil {
 		return err
 	}
@@ -153,7 +157,8 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
 	wg.Go(func() {
-		if err := jobstore.Watch(schedCtx, r.cli, r.ks, r.jobSet.follow(sched.SetJobs), jobstore.WithLogger(r.log)); err != nil {
+		if err := jobstore.Watch(schedCtx, r.cli, r.ks, r.first.follow(r.jobSet.follow(sched.SetJobs)),
+			jobstore.WithLogger(r.log), jobstore.WithBadData(mgr.BadData())); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
 		}
 	})
@@ -165,7 +170,9 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	mgrErr := make(chan error, 1)
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
-	wg.Go(func() { mgrErr <- mgr.Run(mgrCtx, sched) })
+	wg.Go(func() {
+		mgrErr <- r.first.run(mgrCtx, func(ctx context.Context) error { return mgr.Run(ctx, sched) })
+	})
 
 	var failed error
 	select {
@@ -188,17 +195,30 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 }
 
 // waitMeta reads (or, on a new cluster, creates) the cluster's meta,
-// saying so while etcd does not answer rather than waiting silently.
-func (r *Replica) waitMeta(ctx context.Context) (shard.Meta, error) {
+// saying so while etcd does not answer rather than waiting silently. A meta
+// it must refuse (shard.ErrFormat) holds it back, not ready and saying why
+// (st), until the meta is fixed: exiting would crash-loop under a
+// supervisor.
+func (r *Replica) waitMeta(ctx context.Context, st *startStatus) (shard.Meta, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		meta, err := shard.EnsureMeta(actx, r.cli, r.ks, shard.DefaultMeta(r.cfg.Shards), r.log)
 		cancel()
 		switch {
 		case err == nil:
+			st.set("")
 			return meta, nil
 		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			st.set("waiting for etcd")
 			r.log.Warn("etcd does not answer; still trying", "endpoints", r.cli.Endpoints(), "err", err)
+		case ctx.Err() == nil && (errors.Is(err, shard.ErrFormat) || errors.Is(err, shard.ErrNoMeta)):
+			if st.set("cluster meta refused: " + err.Error()) {
+				r.log.Error("cluster meta refused; waiting for it to be fixed", "err", err, "retry_every", metaRetry)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(metaRetry):
+			}
 		default:
 			return meta, fmt.Errorf("cluster meta: %w", err)
 		}

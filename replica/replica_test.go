@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -109,13 +111,16 @@ func TestRunServesThenLeavesInOrder(t *testing.T) {
 		Total int
 		Jobs  []JobView
 	}
+	// A tick that fell between the apply and the shard's acquisition is
+	// skipped as a misfire; a succeeded run follows.
+	succeeded := func(e scheduler.Entry) bool { return e.Status == "succeeded" }
 	poll.Must(t, waitLimit, "a run of ping in /api/v1/jobs", poll.True(func() bool {
 		_, body := get(addr, "/api/v1/jobs")
-		return json.Unmarshal([]byte(body), &page) == nil && len(page.Jobs) == 1 && len(page.Jobs[0].LastRuns) > 0
+		return json.Unmarshal([]byte(body), &page) == nil && len(page.Jobs) == 1 && slices.ContainsFunc(page.Jobs[0].LastRuns, succeeded)
 	}))
 	api := page.Jobs[0]
 	if page.Total != 1 || api.Name != "ping" || api.Owner != "solo" || api.Token == 0 || api.Schedule != "* * * * * *" ||
-		api.Timezone != "UTC" || api.Next.IsZero() || api.LastRuns[0].Status != "succeeded" {
+		api.Timezone != "UTC" || api.Next.IsZero() {
 		t.Errorf("jobs API row = %+v", api)
 	}
 	st, err := ReadStatus(ctx, cli, "life", 10)

@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"time"
 )
@@ -73,6 +75,10 @@ type Config struct {
 	// Logger receives warnings about supervisors that misbehave. Default:
 	// discard.
 	Logger *slog.Logger
+
+	// Registerer, when not nil, receives the runner's metrics
+	// (shardcron_runner_output_truncated_total).
+	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns a Config with every default filled in and no

@@ -188,6 +188,7 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	}
 	res := e.result(ctx, rep, local)
 	res.Output = output.String()
+	rn.met.cutIf(output.truncated(), "exec")
 	return res
 }
 

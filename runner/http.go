@@ -109,6 +109,7 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 		return failed("request: %s", redactURL(err, req, url, h.URL))
 	}
 	out, truncated, rerr := readBounded(resp.Body, rn.cfg.MaxResponseBytes)
+	rn.met.cutIf(truncated, "http")
 	if !truncated && rerr == nil {
 		// Read a little past the end so the connection goes back to the pool.
 		_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)

@@ -18,6 +18,7 @@ var errTimeout = errors.New("runner: job timeout")
 // Runner runs jobs; it implements scheduler.Runner. Safe for concurrent use.
 type Runner struct {
 	cfg    Config
+	met    *metrics // nil without a Registerer
 	client *http.Client
 	tr     *http.Transport
 
@@ -44,12 +45,17 @@ func New(cfg Config) (*Runner, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.Supervisor = append([]string(nil), cfg.Supervisor...)
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Jobs of one cluster often call the same few receivers at the same
 	// second: keep enough idle connections that each run reuses one.
 	tr.MaxIdleConnsPerHost = cfg.IdleConnsPerHost
 	tr.MaxIdleConns = 0 // no bound across hosts beyond the per-host one
 	rn := &Runner{
+		met:    met,
 		cfg:    cfg,
 		tr:     tr,
 		client: &http.Client{Transport: tr, Timeout: cfg.ClientTimeout, CheckRedirect: checkRedirect},

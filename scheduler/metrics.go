@@ -22,6 +22,7 @@ type metrics struct {
 	inFlight      prometheus.Gauge
 	slotsUsed     prometheus.Gauge
 	slots         prometheus.Gauge
+	waiting       prometheus.Gauge // due ticks waiting for a run slot
 	commits       prometheus.Histogram
 }
 
@@ -62,6 +63,8 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 			"Run slots taken (claims awaiting their commit plus runs), against run_slots."))),
 		slots: prometheus.NewGauge(prometheus.GaugeOpts(schedOpts("run_slots",
 			"Run slots of this node: --max-concurrent-runs."))),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts(schedOpts("ticks_waiting",
+			"Due ticks waiting for a run slot (late, not lost, until their starting deadline); at most 64 ordinary ticks per job, the rest are skipped (backlog_full)."))),
 		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "shardcron", Subsystem: "scheduler", Name: "commit_duration_seconds",
 			Help:    "Latency of one fenced commit of claims and completions (batched: one commit may carry many of both).",
@@ -84,7 +87,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.retries, m.claimFailures, m.lateness,
-		m.duration, m.inFlight, m.slotsUsed, m.slots, m.commits} {
+		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -124,6 +124,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		now := time.Now()
 		s.step(now)
 		s.m.slotsUsed.Set(float64(s.used))
+		s.m.waiting.Set(float64(len(s.waiting)))
 		if w, ok := s.nextWake(); ok {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a

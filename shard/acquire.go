@@ -28,7 +28,7 @@ func (l *loop) acquire(s int, orphanOf memberRef) {
 	if err != nil {
 		// Held, but the marker it consumed is unreadable: the ticks since
 		// that release follow the misfire policy.
-		l.m.log.Error("release marker unreadable; handoff window lost", "shard", s, "token", tok.Generation, "err", err)
+		l.m.reportMarker(tok, err)
 	}
 	l.grant(s, tok, marker, acquired, orphanOf)
 }
@@ -50,7 +50,9 @@ func (l *loop) adopt(s int, sv shardView) {
 	ctx, cancel = context.WithTimeout(l.sess.Context(), l.sess.TTL()/3)
 	marker, err := l.sess.MarkerBefore(ctx, tok)
 	cancel()
-	if err != nil {
+	if errors.Is(err, lease.ErrInvalid) {
+		l.m.reportMarker(tok, err)
+	} else if err != nil {
 		l.m.log.Error("release marker unreadable; handoff window lost", "shard", s, "token", sv.token, "err", err)
 	}
 	l.grant(s, tok, marker, sv.owner.Acquired, memberRef{})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer, when not nil, receives the Manager's metrics.
 	Registerer prometheus.Registerer
+	// BadData receives the bad data the Manager meets in etcd (baddata.go).
+	// Default: a Reporter of its own, on Registerer and Logger; Manager.BadData
+	// returns it, for the job store and the readers to share.
+	BadData *baddata.Reporter
 }
 
 // DefaultConfig returns the defaults for node in cluster.

@@ -46,7 +46,11 @@
 // free when etcd expires its lease (TTL after its last renewal) and are
 // taken by their new desired owners as soon as the watch reports it. The
 // Manager never panics and never exits the process; Run returns an error
-// only for faults an operator must fix (a duplicate node id).
+// only for faults an operator must fix (a duplicate node id). Data under
+// the cluster's prefix that its own writers never produce (a key that does
+// not decode, has no owner or no lease, a changed meta) is reported to
+// Config.BadData and handled by a rule per kind (baddata.go, metaguard.go):
+// never a crash, never an overwrite without that report.
 //
 // Concurrency: one goroutine (Run's) owns the reconcile state. Acquisitions
 // and drains run on worker goroutines that Run joins before it returns.

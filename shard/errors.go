@@ -4,9 +4,10 @@ import "errors"
 
 // Errors of the package, checked with errors.Is.
 var (
-	// ErrFormat: the cluster's meta is in a newer format than this build
-	// reads, or holds parameters this build cannot serve.
-	ErrFormat = errors.New("shard: unsupported cluster meta")
+	// ErrFormat: stored data this build refuses: the cluster's meta in a
+	// newer format, with parameters this build cannot serve, or rewritten
+	// after its creation; a history segment that does not decode.
+	ErrFormat = errors.New("shard: unsupported format")
 	// ErrInvalidConfig: a bad Config, or a missing client or Handler.
 	ErrInvalidConfig = errors.New("shard: invalid config")
 	// ErrDuplicateNode: another live replica holds this node id's member

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -21,9 +22,13 @@ import (
 // A job with no history segments falls back to the History of its checkpoint
 // record: records written by a replica of the previous release carry it, so
 // a rolling upgrade shows history throughout. A segment or record this
-// binary cannot decode (a newer format) is skipped rather than failing the
-// whole page.
-func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []RecordRef, limit int) ([][]scheduler.Entry, error) {
+// binary cannot decode (damaged, or a newer format) is skipped rather than
+// failing the whole page, and reported to the ReportTo option's Reporter.
+func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []RecordRef, limit int, opts ...ReadOption) ([][]scheduler.Entry, error) {
+	var o readOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	out := make([][]scheduler.Entry, len(refs))
 	r := snapshotReader{ctx: ctx, cli: cli}
 	prefixes := make([]string, len(refs))
@@ -45,6 +50,7 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 			}
 			ents, err := decodeSegment(seq, kv.Value)
 			if err != nil {
+				o.bad.Report(baddata.History, string(kv.Key), kv.ModRevision, err, "left out of the history shown; retention deletes it in its turn")
 				continue
 			}
 			slices.Reverse(ents)
@@ -72,6 +78,7 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 		}
 		rec, err := scheduler.DecodeRecord(recs[j][0].Value)
 		if err != nil {
+			o.bad.Report(baddata.Record, keys[j], recs[j][0].ModRevision, err, "its history is not shown; its owner parks the job")
 			continue
 		}
 		h := slices.Clone(rec.History)
@@ -80,6 +87,14 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 	}
 	return out, nil
 }
+
+// ReadOption tunes ReadHistory.
+type ReadOption func(*readOptions)
+
+type readOptions struct{ bad *baddata.Reporter }
+
+// ReportTo reports what ReadHistory cannot decode to r (Manager.BadData).
+func ReportTo(r *baddata.Reporter) ReadOption { return func(o *readOptions) { o.bad = r } }
 
 func limited(h []scheduler.Entry, limit int) []scheduler.Entry {
 	if limit > 0 && len(h) > limit {

@@ -58,5 +58,7 @@ func (s store) Load(ctx context.Context, shard int, token int64, job string) (sc
 	if len(kvs) == 0 {
 		return scheduler.Stored{}, nil
 	}
-	return scheduler.Stored{Value: kvs[0].Value, Rev: kvs[0].ModRevision}, nil
+	st := scheduler.Stored{Value: kvs[0].Value, Rev: kvs[0].ModRevision}
+	m.checkRecord(shard, job, st)
+	return st, nil
 }

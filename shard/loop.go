@@ -131,6 +131,7 @@ func (l *loop) run(ctx context.Context) error {
 		case <-resync.C:
 			l.relist = time.Now()
 			l.checkAlarm()
+			l.checkMeta() // metaguard.go
 		case <-wake.C:
 		case <-l.m.poke:
 		case r := <-l.results:

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/rebalance"
@@ -45,6 +46,7 @@ type Manager struct {
 	log     *slog.Logger
 	met     *metrics
 	feed    *feed // ownership changes for the dashboard
+	bad     *baddata.Reporter
 	started time.Time
 	ran     atomic.Bool
 
@@ -61,6 +63,7 @@ type Manager struct {
 	noSpace time.Time // the last write refused for lack of space
 	wErr    error     // the last write's RPC error, cleared by a success
 	wErrAt  time.Time
+	asOf    time.Time // when etcd last answered the previous session
 
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
 
@@ -129,8 +132,18 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manag
 	if err := m.instrument(cfg.Registerer); err != nil {
 		return nil, err
 	}
+	if m.cfg.BadData == nil {
+		var err error
+		if m.cfg.BadData, err = baddata.New(cfg.Registerer, m.log); err != nil {
+			return nil, err
+		}
+	}
+	m.bad = m.cfg.BadData
 	return m, nil
 }
+
+// BadData is the Reporter of bad data in etcd the Manager reports to.
+func (m *Manager) BadData() *baddata.Reporter { return m.bad }
 
 // Meta returns the cluster meta the Manager obeys.
 func (m *Manager) Meta() Meta { return m.meta }
@@ -223,6 +236,9 @@ func (m *Manager) dropAll(cause error) {
 		if h.phase != releasing {
 			m.met.lost.WithLabelValues(causeLabel(cause)).Inc()
 		}
+	}
+	if m.sess != nil {
+		m.asOf = m.sess.Renewed() // what the view kept is as of (stale.go)
 	}
 	m.sess = nil
 	m.met.owned.Set(0)

@@ -58,6 +58,15 @@ func (m *Manager) register(ctx context.Context, sess *lease.Session) (int64, err
 		case errors.Is(err, lease.ErrLost), errors.Is(err, lease.ErrClosed):
 			return 0, err
 		case errors.Is(err, lease.ErrExists):
+			cctx, cancel := context.WithTimeout(ctx, sess.TTL()/3)
+			cleared, cerr := m.clearOwnLeaselessMember(cctx, key)
+			cancel()
+			if cleared {
+				continue
+			}
+			if cerr != nil {
+				m.log.Warn("reading the existing member key failed", "err", cerr)
+			}
 			if time.Now().After(giveUp) {
 				m.log.Error("node id in use by a live replica; node ids must be unique", "waited", wait)
 				return 0, fmt.Errorf("%w: %s held for more than %v: %w", ErrDuplicateNode, key, wait, err)

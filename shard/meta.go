@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -112,10 +113,15 @@ func EnsureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, wa
 		return Meta{}, fmt.Errorf("shard: encode meta: %w", err)
 	}
 	key := ks.Meta()
+	// Created only in a cluster with no member: with replicas running, a
+	// missing meta was deleted, and they re-create it as it was
+	// (metaguard.go); a new one with this replica's parameters could split
+	// the job-to-shard mapping.
 	resp, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(ks.Members()), "=", 0).WithPrefix()).
 		Then(clientv3.OpPut(key, string(val))).
-		Else(clientv3.OpGet(key)).
+		Else(clientv3.OpGet(key), clientv3.OpGet(ks.Members(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(3))).
 		Commit()
 	if err != nil {
 		return Meta{}, fmt.Errorf("shard: create meta %s: %w", key, err)
@@ -127,16 +133,22 @@ func EnsureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, wa
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
-		// Deleted between the compare and the read cannot happen inside one
-		// transaction; a missing value means the key was never there.
-		return Meta{}, fmt.Errorf("shard: meta %s: neither created nor found", key)
+		var names []string
+		for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+			names = append(names, string(kv.Key))
+		}
+		return Meta{}, fmt.Errorf("%w: %s is missing while members are registered (%s): a running replica re-creates it as it was within its resync", ErrNoMeta, key, strings.Join(names, ", "))
 	}
 	var got Meta
 	if err := json.Unmarshal(kvs[0].Value, &got); err != nil {
 		return Meta{}, fmt.Errorf("%w: cluster meta %s: %v", ErrFormat, key, err)
 	}
 	if err := got.Validate(); err != nil {
-		return Meta{}, err
+		return Meta{}, fmt.Errorf("%s: %w", key, err)
+	}
+	if v := kvs[0].Version; v > 1 {
+		// Written once by the CAS above and never again (metaguard.go).
+		return Meta{}, fmt.Errorf("%w: cluster meta %s was rewritten after its creation (etcd version %d): following it could split the job-to-shard mapping with replicas started before; delete the key and a running replica re-creates it as it was (or, with no replica running, the next one creates a new one)", ErrFormat, key, v)
 	}
 	if !got.sameRing(want) {
 		log.Warn("cluster meta differs from this replica's settings; following meta",

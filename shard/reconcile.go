@@ -149,6 +149,8 @@ func (l *loop) startAcquisitions(a rebalance.Assignment, isHeld map[int]bool, no
 				// The generation is the one that Acquire produced.
 				l.acquiring[s] = true
 				l.wg.Go(func() { l.adopt(s, sv) })
+			} else if sv.lease == 0 && a.Owner(s) == me {
+				l.clearLeaseless(s, sv, now) // a key that would never free (baddata.go)
 			}
 			continue
 		}

@@ -33,6 +33,11 @@ type State struct {
 	Ideal     float64      `json:"ideal"`
 	LoadBound int          `json:"load_bound"`
 	ShardSet  []ShardState `json:"shards"`
+	// Stale: this node has no valid session, so the view is what it saw
+	// when etcd last answered (AsOf), StaleForMs ago (stale.go).
+	Stale      bool      `json:"stale"`
+	AsOf       time.Time `json:"as_of,omitzero"`
+	StaleForMs int64     `json:"stale_for_ms,omitempty"`
 }
 
 // SessionState describes this node's lease session.
@@ -112,6 +117,9 @@ func (m *Manager) State() State {
 		ss := ShardState{Shard: s, Desired: m.assign.Owner(s)}
 		if sv, ok := m.v.shards[s]; ok {
 			ss.Owner, ss.Token, ss.Since = sv.owner.Node, sv.token, sv.owner.Acquired
+			if sv.owner.Node == "" {
+				st.Unowned++ // a key naming no owner (baddata.go)
+			}
 		} else {
 			st.Unowned++
 		}
@@ -127,6 +135,7 @@ func (m *Manager) State() State {
 		st.ShardSet[s] = ss
 	}
 	st.countByMember(m.params.LoadFactor)
+	m.freshness(&st, time.Now())
 	return st
 }
 
@@ -157,7 +166,7 @@ func (st *State) countByMember(loadFactor float64) {
 // publish updates the gauges that the snapshot feeds.
 func (l *loop) publish() {
 	l.m.mu.Lock()
-	unowned := l.m.meta.Shards - len(l.m.v.shards)
+	unowned := l.m.v.unowned(l.m.meta.Shards)
 	l.m.mu.Unlock()
 	l.m.met.unowned.Set(float64(unowned))
 }
@@ -202,5 +211,6 @@ func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoi
 		}
 		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
 	}
+	m.checkRecords(s, cp)
 	return cp, nil
 }

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"encoding/json"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -91,9 +90,10 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 			delete(v.members, node)
 			return
 		}
-		var info MemberInfo
-		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			l.m.log.Warn("unreadable member key; counting it by name", "key", key, "err", err)
+		info, ok := l.m.memberValue(key, kv)
+		if !ok {
+			delete(v.members, node)
+			return
 		}
 		info.Node = node
 		mv := &memberView{info: info, lease: kv.Lease, createRev: kv.CreateRevision, countAt: now.Add(l.m.cfg.SettleDelay)}
@@ -116,11 +116,7 @@ func (l *loop) apply(v *view, typ mvccpb.Event_EventType, kv *mvccpb.KeyValue, n
 		v.freeSince[s] = now
 		return
 	}
-	var owner OwnerInfo
-	if err := json.Unmarshal(kv.Value, &owner); err != nil {
-		l.m.log.Warn("unreadable shard key", "key", key, "err", err)
-	}
-	v.shards[s] = shardView{owner: owner, token: kv.CreateRevision, lease: kv.Lease}
+	v.shards[s] = shardView{owner: l.m.ownerValue(key, kv), token: kv.CreateRevision, lease: kv.Lease}
 	delete(v.freeSince, s)
 }
 

@@ -188,6 +188,9 @@ func (o *devOptions) check() (lease.Config, []config.Job, error) {
 	if err := lc.Validate(); err != nil {
 		return lc, nil, usageError{fmt.Errorf("--lease-ttl: %w", err)}
 	}
+	if err := devFlags(*o); err != nil {
+		return lc, nil, err
+	}
 	var jobs []config.Job
 	if o.jobsFile != "" {
 		if jobs, err = config.LoadJobsWith(o.jobsFile, jobsOptions); err != nil {

@@ -148,6 +148,12 @@ func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.Cance
 	if err != nil {
 		return nil, nil, nil, usageError{err}
 	}
+	if err := clientFilesOf(c.Flags(), s); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := positiveFlag("timeout", f.timeout); err != nil {
+		return nil, nil, nil, err
+	}
 	f.cluster = s.Cluster
 	cli, err := newEtcdClient(s.Etcd, etcdClientOptions{})
 	if err != nil {

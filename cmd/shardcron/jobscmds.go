@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,9 @@ const stdinName = "<stdin>"
 // loadJobs reads the jobs file at path, or standard input for "-", and
 // parses it against this binary (a func: job must name a function it has).
 func loadJobs(c *cobra.Command, path string) ([]config.Job, error) {
+	if err := jobsFileFlag("file", path); err != nil {
+		return nil, err
+	}
 	if path != "-" {
 		return config.LoadJobsWith(path, jobsOptions)
 	}
@@ -88,9 +92,10 @@ type applyResult struct {
 
 func newApplyCmd() *cobra.Command {
 	var (
-		f      clusterFlags
-		file   string
-		dryRun bool
+		f              clusterFlags
+		file           string
+		dryRun         bool
+		replaceCorrupt bool
 	)
 	c := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -125,7 +130,10 @@ would change and writes nothing.`,
 		} else {
 			// Removed jobs' records are found by a keys-only scan of
 			// ticks/, which also repairs what an interrupted apply left.
-			r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{})
+			r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt})
+			if errors.Is(err, jobstore.ErrCorrupt) {
+				return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -151,6 +159,7 @@ would change and writes nothing.`,
 	f.bind(c)
 	c.Flags().StringVarP(&file, "file", "f", "", "jobs file (required; - for standard input)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change; write nothing")
+	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
 }
@@ -195,9 +204,15 @@ the applied definition, so applying it neither adds nor lifts a suspension.
 			if !slices.Contains(formats, format) {
 				fmt.Fprintf(c.ErrOrStderr(), "warning: 'export -o FILE' is deprecated: use --file FILE (-o now selects yaml or json)\n")
 				if file == "" {
+					if err := outputFileFlag("output", format); err != nil {
+						return err
+					}
 					file = format
 				}
 				format = formatYAML
+			}
+			if err := outputFileFlag("file", file); err != nil {
+				return err
 			}
 			ctx, done, ec, err := f.connect(c)
 			if err != nil {

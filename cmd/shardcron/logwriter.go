@@ -5,7 +5,10 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // maxLogBacklog bounds the log lines waiting for a slow standard error
@@ -14,6 +17,23 @@ import (
 // goroutine of the replica (the scheduler's loop, the renewal that keeps
 // its lease) ever blocks on logging.
 const maxLogBacklog = 1 << 20
+
+// logCloseWait bounds how long Close waits for a standard error that does
+// not take what is queued: a process must exit even so.
+const logCloseWait = 2 * time.Second
+
+// logRecordsDropped counts the records every logWriter of the process
+// dropped (shardcron_log_lines_dropped_total).
+var logRecordsDropped atomic.Uint64
+
+// logDropped serves logRecordsDropped on every replica's registry (they
+// share the process's standard error).
+func logDropped() prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "shardcron_log_lines_dropped_total",
+		Help: "Log records this process dropped because its standard error fell behind; logging never blocks a replica (at most 1 MiB is queued).",
+	}, func() float64 { return float64(logRecordsDropped.Load()) })
+}
 
 // logWriter hands log records to one goroutine that writes them out. While
 // it is writing, later records gather and go out in one write: a burst of
@@ -46,6 +66,7 @@ func (l *logWriter) Write(p []byte) (int, error) {
 		return l.w.Write(p) // after Close: late records go straight out
 	case len(l.buf)+len(p) > maxLogBacklog:
 		l.dropped++
+		logRecordsDropped.Add(1)
 	default:
 		l.buf = append(l.buf, p...)
 	}
@@ -75,19 +96,23 @@ func (l *logWriter) loop() {
 	}
 }
 
-// Close writes what is queued and stops the writing goroutine. Records
-// written after it go straight to the underlying writer.
+// Close writes what is queued and stops the writing goroutine, waiting at
+// most logCloseWait for a standard error that does not take it (the
+// goroutine is then abandoned). Records written after it go straight to
+// the underlying writer.
 func (l *logWriter) Close() error {
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		<-l.done
-		return nil
+	if !l.closed {
+		l.closed = true
+		close(l.wake)
 	}
-	l.closed = true
-	close(l.wake)
 	l.mu.Unlock()
-	<-l.done
+	t := time.NewTimer(logCloseWait)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
 	return nil
 }
 

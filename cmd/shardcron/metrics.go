@@ -21,7 +21,7 @@ func newRegistry(etcdMetrics prometheus.Collector) *prometheus.Registry {
 		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": runtime.Version()},
 	})
 	info.Set(1)
-	reg.MustRegister(info)
+	reg.MustRegister(info, logDropped())
 	if etcdMetrics != nil {
 		reg.MustRegister(etcdMetrics)
 	}

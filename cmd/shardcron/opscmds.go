@@ -89,14 +89,16 @@ stdout and stderr). The history outlives the replica that ran the job.`,
 	}
 	o := bindOutput(c)
 	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
-		if limit < 1 || limit > control.MaxHistory {
-			return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, control.MaxHistory)}
-		}
 		res, err := control.History(ctx, ec.cli, ec.ks, control.EtcdLocator(ec.cli, ec.ks), args[0], limit)
 		if err != nil {
 			return controlError(err)
 		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error { return historyTable(w, res) })
+	}, func() error {
+		if limit < 1 || limit > control.MaxHistory {
+			return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, control.MaxHistory)}
+		}
+		return nil
 	})
 	f.bind(c)
 	c.Flags().IntVar(&limit, "limit", control.DefaultHistory, fmt.Sprintf("show at most this many runs (1 to %d)", control.MaxHistory))
@@ -172,7 +174,7 @@ count as absent, as they do in the assignment.`,
 			return controlError(err)
 		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error { return planTable(w, res) })
-	})
+	}, func() error { return controlError(req.Check()) })
 	f.bind(c)
 	c.Flags().IntVar(&req.Replicas, "replicas", 0, "the number of members after the change")
 	c.Flags().StringSliceVar(&req.Add, "add", nil, "a node that would join (repeat or comma-separate)")

@@ -103,10 +103,16 @@ func blockStyle(n *yaml.Node) {
 // clusterRun is the RunE of a command that prints a result it reads from or
 // writes to the cluster: it checks -o, connects with the command's settings
 // and runs fn, closing the connection after.
-func clusterRun(f *clusterFlags, o *outputFlag, fn func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error) func(*cobra.Command, []string) error {
+func clusterRun(f *clusterFlags, o *outputFlag, fn func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error,
+	checks ...func() error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		if err := o.check(); err != nil {
 			return err
+		}
+		for _, check := range checks { // bad flags are refused before etcd is asked
+			if err := check(); err != nil {
+				return err
+			}
 		}
 		ctx, done, ec, err := f.connect(c)
 		if err != nil {

@@ -45,6 +45,9 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := nodeFiles(c.Flags(), node); err != nil {
+		return err
+	}
 	stderr := newLogWriter(os.Stderr, node.LogFormat)
 	defer stderr.Close()
 	log, err := newLogger(stderr, node.LogLevel, node.LogFormat)

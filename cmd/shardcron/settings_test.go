@@ -33,7 +33,7 @@ func TestClientCommandsReadTheSettingsFile(t *testing.T) {
 		t.Fatalf("SHARDCRON_CLUSTER=other found the file cluster's jobs: exit %d\n%s%s", code, out, stderr)
 	}
 	// A bad setting is a usage error naming it.
-	if _, stderr, code := runCLI(t, byEnv, "status", "--cluster", "Not Valid"); code != 2 || !strings.Contains(stderr, `"cluster"`) {
+	if _, stderr, code := runCLI(t, byEnv, "status", "--cluster", "Not Valid"); code != 2 || !strings.Contains(stderr, `flag --cluster`) {
 		t.Fatalf("status --cluster 'Not Valid': exit %d\n%s", code, stderr)
 	}
 }

@@ -26,14 +26,16 @@ func newStatusCmd() *cobra.Command {
 	}
 	o := bindOutput(c)
 	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, _ []string) error {
-		if limit < 0 {
-			return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
-		}
 		rep, err := replica.ReadStatus(ctx, ec.cli, f.cluster, limit)
 		if err != nil {
 			return err
 		}
 		return o.write(c.OutOrStdout(), rep, func(w io.Writer) error { return writeStatusTable(w, rep) })
+	}, func() error {
+		if limit < 0 {
+			return usageError{fmt.Errorf("--limit %d: want 0 or more", limit)}
+		}
+		return nil
 	})
 	f.bind(c)
 	c.Flags().IntVar(&limit, "limit", 100, "show at most this many jobs, in name order")

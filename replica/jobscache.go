@@ -1,0 +1,111 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/internal/baddata"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// The jobs page reads its rows' records and last runs from etcd, one
+// snapshot a page. While etcd is slow or away it must neither hang nor
+// fail: the reads are bounded (jobsReadTimeout), and a page whose reads
+// did not answer is filled from the last read of each of its jobs (kept
+// for at most maxCachedJobs jobs) and marked stale with its age.
+const (
+	jobsReadTimeout = 2 * time.Second
+	maxCachedJobs   = 4096
+)
+
+// runsCache keeps the last read of each job's in-flight ticks and runs.
+type runsCache struct {
+	mu   sync.Mutex
+	jobs map[string]cachedRuns
+}
+
+type cachedRuns struct {
+	inFlight []scheduler.Flight
+	lastRuns []scheduler.Entry
+	err      string
+	at       time.Time
+}
+
+func newRunsCache() *runsCache { return &runsCache{jobs: map[string]cachedRuns{}} }
+
+// jobsResult is one page of the jobs API: its rows, and how current they
+// are (dashboard.Fresh).
+type jobsResult struct {
+	rows  []JobView
+	fresh dashboard.Freshness
+}
+
+func (p jobsResult) MarshalJSON() ([]byte, error)   { return json.Marshal(p.rows) }
+func (p jobsResult) Freshness() dashboard.Freshness { return p.fresh }
+
+// fill reads rows' records and last runs (refs name them, in order) and
+// returns the page. st is the ownership view the rows' owners come from: a
+// stale view makes the page stale too.
+func (c *runsCache) fill(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows []JobView, refs []shard.RecordRef, st shard.State, bad *baddata.Reporter) jobsResult {
+	now := time.Now()
+	page := jobsResult{rows: rows, fresh: dashboard.Freshness{AsOf: now}}
+	rctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
+	defer cancel()
+	err := readRuns(rctx, cli, ks, rows, refs, LastRunsShown, bad)
+	if err == nil {
+		c.store(rows, now)
+	} else {
+		page.fresh = c.load(rows, fmt.Sprintf("etcd did not answer within %v: %v; last runs as last read", jobsReadTimeout, err))
+	}
+	if st.Stale && (page.fresh.AsOf.IsZero() || st.AsOf.Before(page.fresh.AsOf)) {
+		page.fresh.Stale, page.fresh.AsOf = true, st.AsOf
+		if page.fresh.Reason == "" {
+			page.fresh.Reason = "this replica has no valid lease: owners as it last saw them"
+		}
+	}
+	return page
+}
+
+// store keeps what rows show, read at at.
+func (c *runsCache) store(rows []JobView, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range rows {
+		if _, ok := c.jobs[r.Name]; !ok && len(c.jobs) >= maxCachedJobs {
+			for name := range c.jobs { // evict one, any: the cache is a courtesy
+				delete(c.jobs, name)
+				break
+			}
+		}
+		c.jobs[r.Name] = cachedRuns{inFlight: r.InFlight, lastRuns: r.LastRuns, err: r.Error, at: at}
+	}
+}
+
+// load fills rows from their last reads and says how stale the page is:
+// as of its oldest row (zero when a row was never read).
+func (c *runsCache) load(rows []JobView, reason string) dashboard.Freshness {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := dashboard.Freshness{Stale: true, Reason: reason}
+	for i, r := range rows {
+		cr, ok := c.jobs[r.Name]
+		if !ok {
+			f.AsOf = time.Time{}
+			continue
+		}
+		rows[i].InFlight, rows[i].Error = cr.inFlight, cr.err
+		rows[i].LastRuns = append([]scheduler.Entry{}, cr.lastRuns...)
+		if i == 0 || (!f.AsOf.IsZero() && cr.at.Before(f.AsOf)) {
+			f.AsOf = cr.at
+		}
+	}
+	return f
+}
