@@ -103,11 +103,11 @@ type execRun struct {
 // runExec starts the job under its supervisor and keeps extending the
 // allowance until the job's group is dead.
 func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result {
-	if len(rn.cfg.Supervisor) == 0 {
-		return failed("%v", ErrNoSupervisor)
-	}
 	x := r.Job.Exec
-	if len(x.Command) == 0 {
+	switch {
+	case len(rn.cfg.Supervisor) == 0:
+		return failed("%v", ErrNoSupervisor)
+	case len(x.Command) == 0:
 		return failed("exec: empty command")
 	}
 	dl, ok := r.Deadline.(scheduler.DeadlineAt)
@@ -118,12 +118,9 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	if err != nil {
 		return failed("%v", err)
 	}
-	var pipes [6]*os.File // ctlR, ctlW, statR, statW, outR, outW
-	for i := 0; i < 6; i += 2 {
-		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
-			closeFiles(pipes[:]...)
-			return failed("exec: pipe: %v", err)
-		}
+	pipes, err := supervisorPipes()
+	if err != nil {
+		return failed("exec: pipe: %v", err)
 	}
 	ctlR, ctlW, statR, statW, outR, outW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
 	defer closeFiles(ctlW, statR, outR)
@@ -140,13 +137,9 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	// never now + Remaining(): a stall between those two reads would
 	// stretch it.
 	until := int64(dl.Deadline())
-	if boottime() >= until {
+	if res, stop := notStartable(ctx, r, until); stop {
 		closeFiles(ctlR, statW, outW)
-		return deadlinePassed("not started")
-	}
-	if ctx.Err() != nil {
-		closeFiles(ctlR, statW, outW)
-		return stopped(ctx, r, "not started")
+		return res
 	}
 	sp, _ := json.Marshal(spec{Argv: x.Command, Dir: x.Dir, Env: env, Until: until, Grace: rn.cfg.KillGrace})
 	err = cmd.Start()
@@ -175,12 +168,7 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 		e.gotPid(pid)
 	default:
 	}
-	select {
-	case <-outDone:
-	case <-time.After(outputLinger):
-		_ = outR.Close() // something escaped the group and holds the pipe
-		<-outDone
-	}
+	lingerOutput(outR, outDone)
 	if rep == nil && e.jobPid > 0 {
 		// The supervisor died without reporting: make sure its group went
 		// with it (its main process already got SIGKILL through Pdeathsig).
@@ -329,4 +317,42 @@ func closeFiles(fs ...*os.File) {
 			_ = f.Close()
 		}
 	}
+}
+
+// supervisorPipes makes the supervisor's three pipes: ctlR, ctlW, statR,
+// statW, outR, outW.
+func supervisorPipes() ([6]*os.File, error) {
+	var pipes [6]*os.File
+	for i := 0; i < 6; i += 2 {
+		var err error
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeFiles(pipes[:]...)
+			return pipes, err
+		}
+	}
+	return pipes, nil
+}
+
+// lingerOutput waits for the output pipe to drain once the supervisor has
+// exited, at most outputLinger: past it something escaped the process
+// group and holds the pipe, and the pipe is closed under it.
+func lingerOutput(outR *os.File, outDone <-chan struct{}) {
+	select {
+	case <-outDone:
+	case <-time.After(outputLinger):
+		_ = outR.Close()
+		<-outDone
+	}
+}
+
+// notStartable reads the safe deadline and ctx right before the start: a
+// job starts only inside the deadline, and not once its run was stopped.
+func notStartable(ctx context.Context, r scheduler.Run, until int64) (scheduler.Result, bool) {
+	if boottime() >= until {
+		return deadlinePassed("not started"), true
+	}
+	if ctx.Err() != nil {
+		return stopped(ctx, r, "not started"), true
+	}
+	return scheduler.Result{}, false
 }

@@ -71,21 +71,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	if err != nil {
 		return failed("request: %s", redactURL(err, nil, url, h.URL))
 	}
-	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
-		v, err := rn.expand(h.Headers[k])
-		if err != nil {
-			return failed("header %s: %v", k, err)
-		}
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
+	if err := rn.setHeaders(req, r); err != nil {
+		return failed("%v", err)
 	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "shardcron")
-	}
-	setIdentityHeaders(req.Header, r)
 
 	// Act only inside the deadline: read the clock right before sending,
 	// whatever any timer or the scheduler's loss signal has done so far.
@@ -210,3 +198,26 @@ func failed(format string, args ...any) scheduler.Result {
 // environment, by config's rules (validation already refused every other
 // name; an unset one is only known here, where the job runs).
 func (rn *Runner) expand(s string) (string, error) { return config.Expand(s, rn.cfg.Env) }
+
+// setHeaders sets the job's headers (expanded; Host sets the request's
+// host), a default User-Agent, and the run's identity headers last, so no
+// job can forge them.
+func (rn *Runner) setHeaders(req *http.Request, r scheduler.Run) error {
+	h := r.Job.HTTP
+	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
+		v, err := rn.expand(h.Headers[k])
+		if err != nil {
+			return fmt.Errorf("header %s: %v", k, err)
+		}
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "shardcron")
+	}
+	setIdentityHeaders(req.Header, r)
+	return nil
+}
