@@ -77,6 +77,9 @@ type windowStats struct {
 	// MissedAt counts missed ticks by their offset in seconds from the
 	// window's start, to tell a stretch of missed seconds from a scatter.
 	MissedAt map[int64]int
+	// SecondMax is each second's worst lag by its offset from the window's
+	// start: a p99 is often one slow second, and this says which.
+	SecondMax map[int64]time.Duration
 }
 
 // window checks every whole-second tick of jobs in [from, to). A tick not
@@ -85,7 +88,7 @@ type windowStats struct {
 func (l *ledger) window(jobs []string, from, to, now time.Time) windowStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var w windowStats
+	w := windowStats{SecondMax: map[int64]time.Duration{}}
 	w.Stale = l.stale
 	for t := from.Unix(); t < to.Unix(); t++ {
 		for _, j := range jobs {
@@ -103,7 +106,10 @@ func (l *ledger) window(jobs []string, from, to, now time.Time) windowStats {
 			}
 			w.Received++
 			w.Duplicates += n - 1
-			w.Lags = append(w.Lags, l.first[k].Sub(time.Unix(t, 0)))
+			lag := l.first[k].Sub(time.Unix(t, 0))
+			w.Lags = append(w.Lags, lag)
+			off := t - from.Unix()
+			w.SecondMax[off] = max(w.SecondMax[off], lag)
 		}
 	}
 	return w

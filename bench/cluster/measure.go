@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -71,6 +73,23 @@ type rateResult struct {
 	WindowSecond int     `json:"window_s"`
 	// MissedAt: missed ticks by second from the window's start.
 	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
+	// WorstSeconds: the five seconds of the window with the highest lag.
+	WorstSeconds []worstSecond `json:"worst_seconds,omitempty"`
+}
+
+type worstSecond struct {
+	Offset int64   `json:"offset_s"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+// worstSeconds returns the n seconds of byOffset with the highest lag.
+func worstSeconds(byOffset map[int64]time.Duration, n int) []worstSecond {
+	var out []worstSecond
+	for off, d := range byOffset {
+		out = append(out, worstSecond{off, float64(d.Microseconds()) / 1000})
+	}
+	slices.SortFunc(out, func(a, b worstSecond) int { return cmp.Compare(b.MaxMS, a.MaxMS) })
+	return out[:min(n, len(out))]
 }
 
 // waitUntil sleeps until t: the benchmark's windows are wall-clock
@@ -89,14 +108,17 @@ func waitUntil(ctx context.Context, t time.Time) error {
 func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateResult, error) {
 	from := time.Now().Add(b.cfg.warmup).Truncate(time.Second).Add(time.Second)
 	to := from.Add(b.cfg.window)
-	if err := waitUntil(ctx, from); err != nil {
+	// Snapshots are taken mid-second, between bursts, so that reading
+	// /metrics and /proc does not take CPU from the ticks it measures; the
+	// span between them still holds one burst per second of the window.
+	if err := waitUntil(ctx, from.Add(-time.Second/2)); err != nil {
 		return rateResult{}, err
 	}
 	s0, err := b.snap(ctx, c)
 	if err != nil {
 		return rateResult{}, err
 	}
-	if err := waitUntil(ctx, to); err != nil {
+	if err := waitUntil(ctx, to.Add(-time.Second/2)); err != nil {
 		return rateResult{}, err
 	}
 	s1, err := b.snap(ctx, c)
@@ -113,7 +135,7 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 	r := rateResult{
 		System: c.System, FiresPerSec: c.Jobs, Replicas: c.Replicas, Lag: summarise(w.Lags),
 		Expected: w.Expected, Fires: w.Received, Missed: w.Missed, Duplicates: w.Duplicates, Stale: w.Stale,
-		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt,
+		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt, WorstSeconds: worstSeconds(w.SecondMax, 5),
 	}
 	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
 	if n := float64(r.Delivered); n > 0 {
