@@ -66,6 +66,7 @@ and logs every fire. Logs are prefixed by replica. Ctrl-C leaves gracefully.`,
 }
 
 func runDev(ctx context.Context, o devOptions) error {
+	defer paceGC(ctx)()
 	lc, jobs, err := o.check()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/gcpace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/replica"
 	"github.com/shardcron/shardcron/runner"
@@ -56,6 +59,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	}
 	slog.SetDefault(log) // what libraries log on the default logger looks the same
 	warnUnknownEnv(c.Flags(), os.Environ(), log)
+	defer paceGC(c.Context())()
 	httpTLS, guard, err := httpSecurity(node, log)
 	if err != nil {
 		return usageError{err}
@@ -139,4 +143,17 @@ func warnUnknownEnv(fs *pflag.FlagSet, environ []string, log *slog.Logger) {
 			log.Warn("environment variable is no setting; ignored", "name", name)
 		}
 	}
+}
+
+// paceGC keeps collections out of fire bursts until ctx ends or the
+// returned stop is called (package gcpace; GOGC in the environment turns it
+// off).
+func paceGC(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gcpace.Run(ctx, gcpace.DefaultHeadroom, 5*time.Second)
+	}()
+	return func() { cancel(); <-done }
 }
