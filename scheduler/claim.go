@@ -115,7 +115,7 @@ func (s *Scheduler) flush() {
 	for len(batch) > 0 {
 		n := min(step, len(batch))
 		ctx, b := s.ctx, batch[:n:n]
-		s.wg.Go(func() { s.commit(ctx, b) })
+		s.workers.Go(func() { s.commit(ctx, b) })
 		batch = batch[n:]
 	}
 }

@@ -73,7 +73,7 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 	if len(d.ws) == 0 {
 		return
 	}
-	s.wg.Go(func() {
+	s.workers.Go(func() {
 		d.errs = s.history.AppendHistory(s.ctx, s.cfg.HistoryLen, d.ws)
 		s.send(d)
 	})

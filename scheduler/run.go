@@ -55,7 +55,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 		Trigger:  r.man.ID(),
 		Deadline: newRunDeadline(rec.sh.g),
 	}
-	s.wg.Go(func() { s.execute(r, spec) })
+	s.workers.Go(func() { s.execute(r, spec) })
 }
 
 // runningAt reports whether an ordinary run of the job that is still going

@@ -66,6 +66,7 @@ type Scheduler struct {
 	// measure claims without batching.
 	batchLimit int
 	wg         sync.WaitGroup // every goroutine Run starts (wg.Go); joined by shutdown
+	workers    *workers       // where runs, commits and history writes go (on wg)
 }
 
 // New returns a Scheduler; cfg's zero fields take their defaults.
@@ -98,6 +99,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		retrying:    make(map[*jobRec]struct{}),
 		histDirty:   make(map[*jobRec]struct{}),
 	}
+	s.workers = newWorkers(&s.wg, s.quit)
 	if l, ok := store.(Loader); ok {
 		s.loader = l
 	}
