@@ -145,25 +145,32 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 
 // setIdentityHeaders sets the run's identity on h, replacing the job's own.
 func setIdentityHeaders(h http.Header, r scheduler.Run) {
-	h.Set(HeaderCluster, r.Cluster)
-	h.Set(HeaderJob, r.Job.Name)
-	h.Set(HeaderTick, FormatTick(r.Tick))
-	h.Set(HeaderShard, strconv.Itoa(r.Shard))
-	h.Set(HeaderFencingToken, strconv.FormatInt(r.Token, 10))
-	h.Set(HeaderNode, r.Node)
-	h.Del(HeaderRerun)
+	// The identity replaces whatever the job's own headers said. Every
+	// name is canonical already; the values share one allocation.
+	delete(h, HeaderRerun)
+	delete(h, HeaderTrigger)
+	delete(h, HeaderTriggerID)
+	delete(h, HeaderAttempt)
+	vals := make([]string, 0, 10)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(HeaderCluster, r.Cluster)
+	set(HeaderJob, r.Job.Name)
+	set(HeaderTick, FormatTick(r.Tick))
+	set(HeaderShard, strconv.Itoa(r.Shard))
+	set(HeaderFencingToken, strconv.FormatInt(r.Token, 10))
+	set(HeaderNode, r.Node)
 	if r.Rerun {
-		h.Set(HeaderRerun, "true")
+		set(HeaderRerun, "true")
 	}
-	h.Del(HeaderTrigger)
-	h.Del(HeaderTriggerID)
 	if r.Trigger != "" {
-		h.Set(HeaderTrigger, "manual")
-		h.Set(HeaderTriggerID, r.Trigger)
+		set(HeaderTrigger, "manual")
+		set(HeaderTriggerID, r.Trigger)
 	}
-	h.Del(HeaderAttempt)
 	if r.Attempt > 1 {
-		h.Set(HeaderAttempt, strconv.Itoa(r.Attempt))
+		set(HeaderAttempt, strconv.Itoa(r.Attempt))
 	}
 }
 
@@ -179,6 +186,9 @@ func expected(code int, want []int) bool {
 // readBounded reads up to max bytes of rd; truncated reports that there was
 // more, which is then left unread (the caller closes the body).
 func readBounded(rd io.Reader, max int) (out string, truncated bool, err error) {
+	if rd == http.NoBody {
+		return "", false, nil // a 204, or Content-Length: 0
+	}
 	buf, err := io.ReadAll(io.LimitReader(rd, int64(max)+1))
 	if len(buf) > max {
 		buf, truncated = buf[:max], true
@@ -204,6 +214,7 @@ func (rn *Runner) expand(s string) (string, error) { return config.Expand(s, rn.
 // job can forge them.
 func (rn *Runner) setHeaders(req *http.Request, r scheduler.Run) error {
 	h := r.Job.HTTP
+	req.Header = make(http.Header, len(h.Headers)+8) // the job's, the user agent and the identity
 	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
 		v, err := rn.expand(h.Headers[k])
 		if err != nil {
