@@ -81,8 +81,16 @@ type commitDone struct {
 	took  time.Duration
 }
 
-// flush sends every record with queued changes (and no write in flight) in
-// one Commit; the Store splits it by etcd's limits.
+// commitWrites is the most writes in one Commit call: a transaction holds at
+// most 128 comparisons (shard.MaxTxnOps), a write takes one and its shard's
+// fence one more, so 64 writes fill one transaction at worst. Commit calls
+// run side by side and each returns as soon as its own transaction lands:
+// the claims of a storm of ticks come back as they land, not all together
+// when the last of its transactions does.
+const commitWrites = 64
+
+// flush sends every record with queued changes (and no write in flight), in
+// Commit calls of at most commitWrites.
 func (s *Scheduler) flush() {
 	s.flushNow, s.flushAt = false, time.Time{}
 	now := time.Now()
@@ -108,7 +116,7 @@ func (s *Scheduler) flush() {
 		}
 		return a.Job < b.Job
 	})
-	step := len(batch)
+	step := commitWrites
 	if s.batchLimit > 0 {
 		step = s.batchLimit
 	}

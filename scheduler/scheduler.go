@@ -61,9 +61,8 @@ type Scheduler struct {
 	slowCommit time.Duration
 	histDirty  map[*jobRec]struct{} // records with history to hand on
 	histAt     time.Time            // the next history flush; zero if none
-	// batchLimit caps the writes per Commit call (0: all of an instant in
-	// one call; the Store splits by etcd's limits). Benchmarks set 1 to
-	// measure claims without batching.
+	// batchLimit caps the writes per Commit call (0: commitWrites).
+	// Benchmarks set 1 to measure claims without batching.
 	batchLimit int
 	wg         sync.WaitGroup // every goroutine Run starts (wg.Go); joined by shutdown
 	workers    *workers       // where runs, commits and history writes go (on wg)
