@@ -2,8 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +41,11 @@ func BenchmarkHeapPerOwnedJob100k(b *testing.B) {
 		})
 	}
 }
+
+// settledProfile, when set, names the heap profiles of the settled state
+// BenchmarkHeapPerOwnedJob100k writes, one per policy (PREFIX-skip.pprof
+// and so on): -memprofile would be taken after the scheduler is gone.
+var settledProfile = flag.String("settledprofile", "", "write the settled heap of BenchmarkHeapPerOwnedJob100k to `PREFIX`-<misfire>.pprof")
 
 const (
 	memJobs   = 100_000
@@ -104,12 +112,27 @@ func settledHeapPerJob(b *testing.B, m config.Misfire) float64 {
 			runtime.GC()
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			return nil
+			return writeSettledProfile(m)
 		})
 	})
 	runtime.KeepAlive(jobs)
 	runtime.KeepAlive(store)
 	return float64(after.HeapAlloc-before.HeapAlloc) / memJobs
+}
+
+func writeSettledProfile(m config.Misfire) error {
+	if *settledProfile == "" {
+		return nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s-%s.pprof", *settledProfile, m))
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // memCheckpoint is shard's checkpoint as an earlier owner left it: every
