@@ -284,7 +284,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				rec.removed = true
 				rec.seq++
 				rec.backlog = nil
-				for r := range rec.runs {
+				for _, r := range rec.runs {
 					r.cancel(errJobRemoved)
 				}
 				s.markDirty(rec, false) // its record is deleted once no run is left

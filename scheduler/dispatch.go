@@ -164,7 +164,7 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 		case config.ConcurrencyReplace:
 			if !rec.replacing {
 				rec.replacing = true
-				for r := range rec.runs {
+				for _, r := range rec.runs {
 					r.cancel(errReplaced)
 				}
 			}

@@ -71,7 +71,7 @@ type jobRec struct {
 	removed   bool
 	seq       uint64 // arms claim timers; bumped to void them
 	active    int    // due claims pending plus runs going
-	runs      map[*run]struct{}
+	runs      []*run // the runs going; nil when none
 	replacing bool
 	// ahead holds the ticks claimed ahead and not yet started or dropped,
 	// by Unix nanoseconds.
