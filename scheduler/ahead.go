@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 )
 
@@ -16,8 +17,36 @@ const MaxClaimAhead = 5 * time.Second
 
 // aheadTick is a tick of this generation claimed before it was due.
 type aheadTick struct {
-	landed bool // the claim is in etcd
-	due    bool // the tick came due before its claim landed
+	tick   int64 // Unix nanoseconds
+	landed bool  // the claim is in etcd
+	due    bool  // the tick came due before its claim landed
+}
+
+// aheads is a job's ticks claimed ahead and not yet started or dropped:
+// the few within the horizon, so a list (nil when empty, as it is for most
+// jobs between their fires), not a map.
+type aheads []aheadTick
+
+// at returns the tick claimed ahead at t, or nil; valid until the list
+// changes.
+func (a aheads) at(t time.Time) *aheadTick {
+	n := t.UnixNano()
+	for i := range a {
+		if a[i].tick == n {
+			return &a[i]
+		}
+	}
+	return nil
+}
+
+func (a *aheads) add(t time.Time) { *a = append(*a, aheadTick{tick: t.UnixNano()}) }
+
+// drop forgets the tick claimed ahead at t, if any.
+func (a *aheads) drop(t time.Time) {
+	n := t.UnixNano()
+	if *a = slices.DeleteFunc(*a, func(x aheadTick) bool { return x.tick == n }); len(*a) == 0 {
+		*a = nil
+	}
 }
 
 type timerKind uint8
@@ -136,10 +165,7 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 	if t.tick.After(rec.hi) {
 		rec.queue(op{kind: opClaim, tick: t.tick, ahead: true})
 		rec.hi = t.tick
-		if rec.ahead == nil {
-			rec.ahead = make(map[int64]*aheadTick, 2)
-		}
-		rec.ahead[t.tick.UnixNano()] = &aheadTick{}
+		rec.ahead.add(t.tick)
 		// A tick already due (the horizon reached back past now) waits for
 		// its claim like any other.
 		s.markDirty(rec, !t.tick.After(now))
@@ -157,7 +183,7 @@ func (s *Scheduler) tickDue(t timerEntry) {
 		s.enqueue(t.w)
 		return
 	}
-	if t.rec.ahead[t.tick.UnixNano()] != nil {
+	if t.rec.ahead.at(t.tick) != nil {
 		s.enqueue(&waitTick{rec: t.rec, tick: t.tick, ahead: true})
 	}
 }

@@ -267,7 +267,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 	firing := rec.sh.state == firing && !rec.removed
 	if o.ahead {
-		a := rec.ahead[o.tick.UnixNano()]
+		a := rec.ahead.at(o.tick)
 		if a == nil {
 			return // skipped meanwhile; the drop follows in the next write
 		}

@@ -73,9 +73,8 @@ type jobRec struct {
 	active    int    // due claims pending plus runs going
 	runs      []*run // the runs going; nil when none
 	replacing bool
-	// ahead holds the ticks claimed ahead and not yet started or dropped,
-	// by Unix nanoseconds.
-	ahead map[int64]*aheadTick
+	// ahead holds the ticks claimed ahead and not yet started or dropped.
+	ahead aheads
 	// held holds due ticks that wait for this job's claims or runs.
 	held    []*waitTick
 	waiting int      // ordinary ticks waiting (bounded by maxWaitingPerJob)

@@ -108,7 +108,7 @@ func (rec *jobRec) manualTick(at, now time.Time) time.Time {
 
 func (rec *jobRec) tickTaken(t time.Time) bool {
 	n := t.UnixNano()
-	if rec.manual[n] != nil || rec.ahead[n] != nil {
+	if rec.manual[n] != nil || rec.ahead.at(t) != nil {
 		return true
 	}
 	return slices.ContainsFunc(rec.committed.InFlight, func(f Flight) bool { return f.Tick.Equal(t) })
