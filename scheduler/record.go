@@ -170,5 +170,8 @@ func apply(rec Record, token int64, ops []op) Record {
 			}
 		}
 	}
+	if len(rec.InFlight) == 0 {
+		rec.InFlight = nil // the owner keeps the record between fires: no empty list with it
+	}
 	return rec
 }
