@@ -62,7 +62,7 @@ type timerEntry struct {
 	at   time.Time
 	kind timerKind
 	rec  *jobRec
-	seq  uint64
+	seq  uint32
 	tick time.Time
 	w    *waitTick // timerDue of a re-claimed tick
 }
@@ -138,7 +138,7 @@ func (s *Scheduler) fireDueTicks(now time.Time) {
 		case timerDue:
 			s.tickDue(t)
 		case timerRetry:
-			if _, ok := s.retrying[t.rec]; ok && !t.rec.retryAt.After(now) {
+			if _, ok := s.retrying[t.rec]; ok && !t.rec.writing.retryAt.After(now) {
 				delete(s.retrying, t.rec)
 				s.markDirty(t.rec, true)
 			}

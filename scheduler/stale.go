@@ -85,7 +85,7 @@ func (s *Scheduler) loaded(d loadDone) {
 			return
 		}
 	}
-	rec.committed, rec.rev = r, d.st.Rev
+	rec.committed, rec.rev = stateOf(r), d.st.Rev
 	token := sh.g.Token
 	mine := func(t time.Time) bool {
 		for _, f := range r.InFlight {

@@ -83,7 +83,7 @@ func (rec *jobRec) hasTrigger(id string) bool {
 			return true
 		}
 	}
-	return rec.committed.claimedTrigger(id)
+	return rec.committed.record().claimedTrigger(id)
 }
 
 // claimedTrigger reports whether a flight of the record is the request id's.
