@@ -57,15 +57,25 @@ const (
 	timerRetry                      // rec's unknown write is due for a retry
 )
 
-// timerEntry is one wake-up of the loop.
+// timerEntry is one wake-up of the loop. The heap holds one for every job
+// of the owned shards (its next claim), so it keeps its tick as the lead
+// before it rather than a second time.Time: 56 bytes, not 80.
 type timerEntry struct {
 	at   time.Time
-	kind timerKind
+	lead time.Duration // from at to the tick (timerClaim: the horizon)
 	rec  *jobRec
-	seq  uint32
-	tick time.Time
 	w    *waitTick // timerDue of a re-claimed tick
+	seq  uint32    // timerClaim: rec.seq when armed
+	kind timerKind
 }
+
+// claimTimer is the timer of the claim of rec's tick, a horizon before it.
+func claimTimer(rec *jobRec, tick time.Time, horizon time.Duration) timerEntry {
+	return timerEntry{at: tick.Add(-horizon), lead: horizon, kind: timerClaim, rec: rec, seq: rec.seq}
+}
+
+// tick is the tick a timerClaim or timerDue is for.
+func (t timerEntry) tick() time.Time { return t.at.Add(t.lead) }
 
 type tickHeap []timerEntry
 
@@ -113,7 +123,7 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 		from = rec.hi
 	}
 	if next := rec.e.sched.Next(from); !next.IsZero() {
-		s.pushTimer(timerEntry{at: next.Add(-s.horizon()), kind: timerClaim, rec: rec, seq: rec.seq, tick: next})
+		s.pushTimer(claimTimer(rec, next, s.horizon()))
 	}
 }
 
@@ -155,24 +165,24 @@ func (s *Scheduler) claimDue(now time.Time) {
 	s.claimsDue = s.claimsDue[:0]
 }
 
-// claimAhead queues the claim of t.tick (to share a write with the job's
+// claimAhead queues the claim of t's tick (to share a write with the job's
 // other changes), arms the tick's run, and arms the claim of the next.
 func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
-	rec := t.rec
+	rec, tick := t.rec, t.tick()
 	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
 		return
 	}
-	if t.tick.After(rec.hi) {
-		rec.queue(op{kind: opClaim, tick: t.tick, ahead: true})
-		rec.hi = t.tick
-		rec.ahead.add(t.tick)
+	if tick.After(rec.hi) {
+		rec.queue(op{kind: opClaim, tick: tick, ahead: true})
+		rec.hi = tick
+		rec.ahead.add(tick)
 		// A tick already due (the horizon reached back past now) waits for
 		// its claim like any other.
-		s.markDirty(rec, !t.tick.After(now))
-		s.pushTimer(timerEntry{at: t.tick, kind: timerDue, rec: rec, tick: t.tick})
+		s.markDirty(rec, !tick.After(now))
+		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec})
 	}
-	if next := rec.e.sched.Next(t.tick); !next.IsZero() {
-		s.pushTimer(timerEntry{at: next.Add(-s.horizon()), kind: timerClaim, rec: rec, seq: rec.seq, tick: next})
+	if next := rec.e.sched.Next(tick); !next.IsZero() {
+		s.pushTimer(claimTimer(rec, next, s.horizon()))
 	}
 }
 
@@ -183,7 +193,7 @@ func (s *Scheduler) tickDue(t timerEntry) {
 		s.enqueue(t.w)
 		return
 	}
-	if t.rec.ahead.at(t.tick) != nil {
-		s.enqueue(&waitTick{rec: t.rec, tick: t.tick, ahead: true})
+	if tick := t.tick(); t.rec.ahead.at(tick) != nil {
+		s.enqueue(&waitTick{rec: t.rec, tick: tick, ahead: true})
 	}
 }

@@ -62,7 +62,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		handed := f.Tick.After(now) || (rel != nil && f.Token == rel.Token && f.Tick.After(rel.StoppedAt))
 		w := &waitTick{rec: rec, tick: f.Tick, reclaim: true, rerun: !handed, man: rec.takenOver(f)}
 		if f.Tick.After(now) {
-			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, tick: f.Tick, w: w})
+			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})
 		} else {
 			s.enqueue(w)
 		}
