@@ -101,6 +101,9 @@ func (s *Scheduler) flush() {
 			batch = append(batch, pw)
 		}
 	}
+	if len(s.dirty) == 0 {
+		s.dirty = map[*jobRec]struct{}{} // its room goes (maxKeptRoom)
+	}
 	if len(batch) == 0 {
 		return
 	}

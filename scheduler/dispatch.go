@@ -108,6 +108,9 @@ func (s *Scheduler) dispatch(now time.Time) {
 			return
 		}
 	}
+	if len(s.waiting) == 0 && cap(s.waiting) > maxKeptRoom {
+		s.waiting = nil // its room goes
+	}
 }
 
 type tryResult uint8
