@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -90,9 +89,11 @@ func TestWaitingTicksBounded(t *testing.T) {
 	})
 }
 
-// Catch-up of 100,000 per-second jobs after an hour down: what acquiring
-// their shard costs in time and memory, per policy. Nothing is walked per
-// missed tick and nothing is kept per missed tick.
+// Catch-up of 100,000 per-second jobs after an hour down: how long
+// acquiring their shard takes to decide every job's catch-up, per policy.
+// Nothing is walked per missed tick. What the owner keeps per job is
+// BenchmarkHeapPerOwnedJob100k's: the heap right after Acquired returns
+// counts catch-up still under way and writes in flight, not what is kept.
 func BenchmarkCatchUp100kJobsHourDown(b *testing.B) {
 	for _, m := range []config.Misfire{config.MisfireSkip, config.MisfireRunOnce, config.MisfireRunAll} {
 		b.Run(string(m), func(b *testing.B) {
@@ -103,7 +104,6 @@ func BenchmarkCatchUp100kJobsHourDown(b *testing.B) {
 					Concurrency: config.ConcurrencyAllow, HTTP: &config.HTTPTarget{URL: "http://svc.internal/hook"}}
 			}
 			now := time.Now()
-			var before, after runtime.MemStats
 			for b.Loop() {
 				b.StopTimer()
 				fs := newFakeStore(b)
@@ -124,18 +124,13 @@ func BenchmarkCatchUp100kJobsHourDown(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
 				go func() { done <- s.Run(ctx) }()
-				runtime.GC()
-				runtime.ReadMemStats(&before)
 				b.StartTimer()
 				s.Acquired(Grant{Shard: 0, Token: 2, Lost: context.Background(), Deadline: newDeadline(time.Hour), Checkpoint: cp})
 				b.StopTimer()
-				runtime.GC()
-				runtime.ReadMemStats(&after)
 				cancel()
 				<-done
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/job")
 		})
 	}
 }

@@ -62,7 +62,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		handed := f.Tick.After(now) || (rel != nil && f.Token == rel.Token && f.Tick.After(rel.StoppedAt))
 		w := &waitTick{rec: rec, tick: f.Tick, reclaim: true, rerun: !handed, man: rec.takenOver(f)}
 		if f.Tick.After(now) {
-			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, tick: f.Tick, w: w})
+			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})
 		} else {
 			s.enqueue(w)
 		}
@@ -284,7 +284,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				rec.removed = true
 				rec.seq++
 				rec.backlog = nil
-				for r := range rec.runs {
+				for _, r := range rec.runs {
 					r.cancel(errJobRemoved)
 				}
 				s.markDirty(rec, false) // its record is deleted once no run is left

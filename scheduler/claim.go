@@ -73,6 +73,9 @@ type pendingWrite struct {
 	want Record
 	w    Write
 	sent bool // handed to a Commit whose outcome is not back yet
+	// retryAt is when a write whose outcome was unknown is sent again
+	// (the rec is in Scheduler.retrying meanwhile).
+	retryAt time.Time
 }
 
 type commitDone struct {
@@ -105,6 +108,9 @@ func (s *Scheduler) flush() {
 		if pw := s.prepare(rec); pw != nil {
 			batch = append(batch, pw)
 		}
+	}
+	if len(s.dirty) == 0 {
+		s.dirty = map[*jobRec]struct{}{} // its room goes (maxKeptRoom)
 	}
 	if len(batch) == 0 {
 		return
@@ -189,7 +195,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	}
 	ops := rec.queued
 	rec.queued = nil
-	want := apply(rec.committed, rec.sh.g.Token, ops)
+	want := apply(rec.committed.record(), rec.sh.g.Token, ops)
 	val, err := want.Encode()
 	if err != nil { // a time out of JSON's range; cannot happen for cron ticks
 		s.log.Error("record does not encode; job parked", append(rec.logArgs(), "err", err)...)
@@ -249,7 +255,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		sh := rec.sh
 		if err == nil {
 			rec.writing = nil
-			rec.committed, rec.rev, rec.backoff = pw.want, d.res[i].Rev, 0
+			rec.committed, rec.rev, rec.backoff = stateOf(pw.want), d.res[i].Rev, 0
 			for _, o := range pw.ops {
 				switch o.kind {
 				case opClaim:
@@ -275,7 +281,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 	firing := rec.sh.state == firing && !rec.removed
 	if o.ahead {
-		a := rec.ahead[o.tick.UnixNano()]
+		a := rec.ahead.at(o.tick)
 		if a == nil {
 			return // skipped meanwhile; the drop follows in the next write
 		}
@@ -315,10 +321,10 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	default: // unknown: retry the same write while the deadline allows
 		if sh.state != stopped && sh.check() == nil {
 			rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
-			rec.retryAt = now.Add(rec.backoff)
+			pw.retryAt = now.Add(rec.backoff)
 			pw.sent = false
 			s.retrying[rec] = struct{}{}
-			s.pushTimer(timerEntry{at: rec.retryAt, kind: timerRetry, rec: rec})
+			s.pushTimer(timerEntry{at: pw.retryAt, kind: timerRetry, rec: rec})
 			s.log.Warn("record write outcome unknown; retrying", append(rec.logArgs(), "err", err, "retry_in", rec.backoff)...)
 			return
 		}

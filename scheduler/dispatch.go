@@ -108,6 +108,9 @@ func (s *Scheduler) dispatch(now time.Time) {
 			return
 		}
 	}
+	if len(s.waiting) == 0 && cap(s.waiting) > maxKeptRoom {
+		s.waiting = nil // its room goes
+	}
 }
 
 type tryResult uint8
@@ -142,7 +145,7 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 		return decided
 	}
 	if w.ahead {
-		if a := rec.ahead[w.tick.UnixNano()]; a != nil && !a.landed {
+		if a := rec.ahead.at(w.tick); a != nil && !a.landed {
 			a.due = true // its claim is not back yet: it waits (late, not lost)
 			return decided
 		}
@@ -164,7 +167,7 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 		case config.ConcurrencyReplace:
 			if !rec.replacing {
 				rec.replacing = true
-				for r := range rec.runs {
+				for _, r := range rec.runs {
 					r.cancel(errReplaced)
 				}
 			}
@@ -176,8 +179,8 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	s.used++
 	rec.active++
-	if w.ahead && rec.ahead[w.tick.UnixNano()] != nil {
-		delete(rec.ahead, w.tick.UnixNano())
+	if w.ahead && rec.ahead.at(w.tick) != nil {
+		rec.ahead.drop(w.tick)
 		s.startRun(rec, w.tick, false, false, w.behind, now)
 		return decided
 	}
@@ -201,7 +204,7 @@ func (s *Scheduler) skipTick(w *waitTick, detail string) {
 	rec := w.rec
 	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
 	if w.ahead || w.reclaim {
-		delete(rec.ahead, w.tick.UnixNano())
+		rec.ahead.drop(w.tick)
 		rec.queue(op{kind: opDrop, tick: w.tick})
 		s.markDirty(rec, false)
 		s.recordSkip(rec, e)

@@ -105,9 +105,9 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 					earlier(w.tick)
 				}
 			}
-			for t, a := range rec.ahead {
+			for _, a := range rec.ahead {
 				if a.due {
-					earlier(time.Unix(0, t))
+					earlier(time.Unix(0, a.tick))
 				}
 			}
 			if rec.backlog != nil {

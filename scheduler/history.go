@@ -70,6 +70,9 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 		rec.hist = nil
 		rec.sh.histWrites++
 	}
+	if len(s.histDirty) == 0 {
+		s.histDirty = map[*jobRec]struct{}{} // its room goes (maxKeptRoom)
+	}
 	if len(d.ws) == 0 {
 		return
 	}

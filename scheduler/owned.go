@@ -56,34 +56,38 @@ func (sh *ownedShard) check() error {
 	return nil
 }
 
-// jobRec is the owner's view of one job's record in one generation.
+// jobRec is the owner's view of one job's record in one generation. An
+// owner keeps one for every job of its shards, so it is kept small: what
+// most jobs do not use between fires is nil (runs, ticks claimed ahead,
+// manual ticks, a catch-up's rest), and the counters and flags share
+// words (the struct fits the 288-byte size class; BenchmarkHeapPerOwnedJob100k).
 type jobRec struct {
 	sh        *ownedShard
 	e         *jobEntry
-	committed Record // as last written or read
-	rev       int64  // its ModRevision; 0: the record does not exist
+	committed recState // the record as last written or read
+	rev       int64    // its ModRevision; 0: the record does not exist
 	hi        time.Time
 	queued    []op          // changes not yet sent
 	writing   *pendingWrite // the write in flight or awaiting a retry
-	retryAt   time.Time
-	backoff   time.Duration
-	parked    bool // stale or unreadable: no more writes this generation
-	removed   bool
-	seq       uint64 // arms claim timers; bumped to void them
-	active    int    // due claims pending plus runs going
-	runs      map[*run]struct{}
-	replacing bool
-	// ahead holds the ticks claimed ahead and not yet started or dropped,
-	// by Unix nanoseconds.
-	ahead map[int64]*aheadTick
+	backoff   time.Duration // before the next retry of an unknown write; 0 once one lands
+	runs      []*run        // the runs going; nil when none
+	// ahead holds the ticks claimed ahead and not yet started or dropped.
+	ahead aheads
 	// held holds due ticks that wait for this job's claims or runs.
 	held    []*waitTick
-	waiting int      // ordinary ticks waiting (bounded by maxWaitingPerJob)
 	backlog *backlog // the rest of a catch-up; nil if none
 	hist    []Entry  // history not yet handed to History
 	// manual holds this generation's manual ticks (trigger.go), by Unix
-	// nanoseconds.
+	// nanoseconds; nil until the first.
 	manual map[int64]*manual
+	// seq arms claim timers; bumped to void them. 32 bits: a timer would
+	// have to outlive 2^32 re-arms of its job to be taken for a live one.
+	seq       uint32
+	active    int32 // due claims pending plus runs going
+	waiting   int32 // ordinary ticks waiting (bounded by maxWaitingPerJob)
+	parked    bool  // stale or unreadable: no more writes this generation
+	removed   bool
+	replacing bool
 }
 
 func (rec *jobRec) firing() bool {
@@ -201,7 +205,7 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 		s.log.Error("job record refused; job parked for this generation", append(rec.logArgs(), "err", err)...)
 		return rec
 	}
-	rec.committed, rec.rev, rec.hi = r, st.Rev, r.LastClaimed
+	rec.committed, rec.rev, rec.hi = stateOf(r), st.Rev, r.LastClaimed
 	return rec
 }
 

@@ -108,6 +108,27 @@ func (r Record) Encode() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// recState is what an owner keeps of a job's record between writes: what
+// catch-up and the next write need. A decoded Record's other fields (its
+// format, the job name an earlier release wrote, an earlier release's
+// history) are never written back (apply drops them), so they are not
+// kept either.
+type recState struct {
+	Token       int64
+	LastClaimed time.Time
+	InFlight    []Flight
+	Skipped     int64
+}
+
+func stateOf(r Record) recState {
+	return recState{Token: r.Token, LastClaimed: r.LastClaimed, InFlight: r.InFlight, Skipped: r.Skipped}
+}
+
+// record is the Record st stands for, to apply changes to.
+func (st recState) record() Record {
+	return Record{Token: st.Token, LastClaimed: st.LastClaimed, InFlight: st.InFlight, Skipped: st.Skipped}
+}
+
 // opKind is the kind of change an owner makes to a record.
 type opKind uint8
 
@@ -169,6 +190,9 @@ func apply(rec Record, token int64, ops []op) Record {
 				rec.LastClaimed = o.tick
 			}
 		}
+	}
+	if len(rec.InFlight) == 0 {
+		rec.InFlight = nil // the owner keeps the record between fires: no empty list with it
 	}
 	return rec
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -35,10 +36,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
 	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel,
 		man: rec.manualAt(tick)}
-	if rec.runs == nil {
-		rec.runs = make(map[*run]struct{}, 1)
-	}
-	rec.runs[r] = struct{}{}
+	rec.runs = append(rec.runs, r)
 	rec.sh.runs++
 	if rerun {
 		s.m.reruns.Inc()
@@ -58,6 +56,14 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 	s.workers.Go(func() { s.execute(r, spec) })
 }
 
+// endRun takes r out of the job's runs, releasing the list with the last:
+// most jobs have no run going most of the time.
+func (rec *jobRec) endRun(r *run) {
+	if rec.runs = slices.DeleteFunc(rec.runs, func(x *run) bool { return x == r }); len(rec.runs) == 0 {
+		rec.runs = nil
+	}
+}
+
 // runningAt reports whether an ordinary run of the job that is still going
 // had started by t. A job still catching up (a missed tick or one taken
 // over is running, or more are to come) is behind, not busy: its later
@@ -69,7 +75,7 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 		return false
 	}
 	busy := false
-	for r := range rec.runs {
+	for _, r := range rec.runs {
 		if r.late || r.behind {
 			return false
 		}
@@ -84,7 +90,7 @@ func (rec *jobRec) catchingUp() bool {
 	if rec.backlog != nil {
 		return true
 	}
-	for r := range rec.runs {
+	for _, r := range rec.runs {
 		if r.late {
 			return true
 		}
@@ -168,7 +174,7 @@ func (s *Scheduler) execute(r *run, spec Run) {
 // flight and the successor re-runs it.
 func (s *Scheduler) runEnded(d runDone) {
 	r, rec, sh := d.r, d.r.rec, d.r.sh
-	delete(rec.runs, r)
+	rec.endRun(r)
 	sh.runs--
 	s.m.inFlight.Dec()
 	s.used--

@@ -55,7 +55,7 @@ type Scheduler struct {
 	dirty     map[*jobRec]struct{} // records with queued ops
 	flushNow  bool                 // a run waits for a dirty record's write
 	flushAt   time.Time            // when dirty records are sent at the latest
-	retrying  map[*jobRec]struct{} // records whose write waits for a retry
+	retrying  map[*jobRec]struct{} // records whose write (rec.writing) waits for a retry
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration
@@ -107,6 +107,13 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 	}
 	return s, nil
 }
+
+// maxKeptRoom is the room (capacity) an emptied line of waiting ticks
+// keeps. The sets and lines Run works through (dirty, histDirty, waiting)
+// are made anew once empty, since a Go map never gives back its room and a
+// slice keeps its capacity: the room of one busy instant (a catch-up that
+// touched every job of the owned shards) would otherwise be kept for good.
+const maxKeptRoom = 1024
 
 // maxSleep bounds how long the loop sleeps without reading the wall clock.
 const maxSleep = time.Minute

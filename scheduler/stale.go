@@ -85,7 +85,7 @@ func (s *Scheduler) loaded(d loadDone) {
 			return
 		}
 	}
-	rec.committed, rec.rev = r, d.st.Rev
+	rec.committed, rec.rev = stateOf(r), d.st.Rev
 	token := sh.g.Token
 	mine := func(t time.Time) bool {
 		for _, f := range r.InFlight {
@@ -118,7 +118,7 @@ func (s *Scheduler) loaded(d loadDone) {
 				}
 				requeue = append(requeue, o)
 			case o.ahead:
-				delete(rec.ahead, o.tick.UnixNano()) // decided by another write: not ours to run
+				rec.ahead.drop(o.tick) // decided by another write: not ours to run
 			}
 		case opComplete:
 			if mine(o.tick) {

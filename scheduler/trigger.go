@@ -83,7 +83,7 @@ func (rec *jobRec) hasTrigger(id string) bool {
 			return true
 		}
 	}
-	return rec.committed.claimedTrigger(id)
+	return rec.committed.record().claimedTrigger(id)
 }
 
 // claimedTrigger reports whether a flight of the record is the request id's.
@@ -108,7 +108,7 @@ func (rec *jobRec) manualTick(at, now time.Time) time.Time {
 
 func (rec *jobRec) tickTaken(t time.Time) bool {
 	n := t.UnixNano()
-	if rec.manual[n] != nil || rec.ahead[n] != nil {
+	if rec.manual[n] != nil || rec.ahead.at(t) != nil {
 		return true
 	}
 	return slices.ContainsFunc(rec.committed.InFlight, func(f Flight) bool { return f.Tick.Equal(t) })
