@@ -10,8 +10,9 @@
 // # Invariants
 //
 //   - One goroutine (Run) owns all mutable state. Acquired, Drain and SetJobs
-//     hand requests to it; runs and commits report back to it. Every goroutine
-//     the scheduler starts is joined before Run returns.
+//     hand requests to it; runs and commits report back to it. Runs, commits
+//     and history writes go to kept worker goroutines (workers.go). Every
+//     goroutine the scheduler starts is joined before Run returns.
 //   - A tick is claimed at most once per generation: only ticks later than
 //     the record's last claimed tick are claimed (a tick in flight under an
 //     older token is the one exception: it is claimed again once).
@@ -19,7 +20,8 @@
 //     commit latency): the run starts from a timer at the tick, with no
 //     write in between. A tick whose claim has not landed by then waits
 //     for it (late, not lost). Writes no run waits for (claims ahead,
-//     completions, skips) wait up to flushDelay to share a transaction.
+//     completions, skips) wait up to flushDelay to share a transaction;
+//     a flush is Commit calls of at most commitWrites, side by side.
 //   - A run starts only from a landed claim, and only while a run slot is
 //     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot
 //     is late, not lost, until its starting deadline. Waiting ticks sit in a
