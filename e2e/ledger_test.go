@@ -10,20 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcron/shardcron/internal/ledger"
 	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // fire is one request the ledger received (e2e/ledger's JSON).
-type fire struct {
-	Job      string    `json:"job"`
-	Tick     time.Time `json:"tick"`
-	Shard    int       `json:"shard"`
-	Token    int64     `json:"token"`
-	Node     string    `json:"node"`
-	Rerun    bool      `json:"rerun"`
-	At       time.Time `json:"at"`
-	Accepted bool      `json:"accepted"`
-}
+type fire = ledger.Fire
 
 func (c *cluster) fires() ([]fire, error) {
 	client := http.Client{Timeout: 5 * time.Second}

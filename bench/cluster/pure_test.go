@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -75,23 +74,6 @@ func TestLedgerFencingMissedAndDuplicates(t *testing.T) {
 	l.completed(at(2 * time.Second))
 	if n := l.completions(t0, at(2*time.Second)); n != 1 {
 		t.Errorf("completions = %d, want 1 (the window is half-open)", n)
-	}
-}
-
-func TestParseFireHeaders(t *testing.T) {
-	h := http.Header{}
-	h.Set("Shardcron-Job", "j")
-	h.Set("Shardcron-Tick", "2026-11-30T13:00:05Z")
-	h.Set("Shardcron-Shard", "17")
-	h.Set("Shardcron-Fencing-Token", "12345")
-	h.Set("Shardcron-Node", "n1")
-	f, ok := parseFire(h, time.Time{})
-	if !ok || f.Job != "j" || f.Shard != 17 || f.Token != 12345 || f.Node != "n1" || f.Tick.Second() != 5 {
-		t.Fatalf("parseFire = %+v, %v", f, ok)
-	}
-	h.Del("Shardcron-Fencing-Token")
-	if _, ok := parseFire(h, time.Time{}); ok {
-		t.Fatal("a fire without a token was accepted")
 	}
 }
 

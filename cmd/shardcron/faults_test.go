@@ -161,6 +161,11 @@ func TestFaultSuite(t *testing.T) {
 	report.check(t)
 }
 
+type fireKey struct {
+	Job  string
+	Tick time.Time
+}
+
 // ledgerReport summarises the ledger over [begin, end].
 type ledgerReport struct {
 	expected, accepted, rejected, missed int
