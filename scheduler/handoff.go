@@ -45,11 +45,15 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 	}
 	// Runs that outlast the drain are cancelled the Runner's KillGrace before its
 	// deadline, and must be gone by it: the drain timeout bounds the whole
-	// stop, so a SIGTERMed replica exits within it.
+	// stop, so a SIGTERMed replica exits within it. A drain shorter than
+	// twice the grace gives its first half to the runs: cancelling at once
+	// would cut short every run under way at a tick, whose effect has often
+	// landed already, and leave it in flight for the successor to run again.
 	stopBy, bounded := ctx.Deadline()
 	var cancelAt <-chan time.Time
 	if bounded {
-		t := time.NewTimer(time.Until(stopBy.Add(-s.runner.KillGrace())))
+		grace := min(s.runner.KillGrace(), time.Until(stopBy)/2)
+		t := time.NewTimer(time.Until(stopBy.Add(-grace)))
 		defer t.Stop()
 		cancelAt = t.C
 	}

@@ -51,17 +51,18 @@ func TestDrainWaitsForRuns(t *testing.T) {
 }
 
 // A Drain whose context has a deadline cancels the runs still going
-// KillGrace before it (at once when the drain is shorter than the grace), in
-// an orderly way with the deadline as the instant they must be gone by, and
-// leaves them in flight, so the successor re-runs them.
+// KillGrace before it (half way through when the drain is shorter than twice
+// the grace), in an orderly way with the deadline as the instant they must be
+// gone by, and leaves them in flight, so the successor re-runs them.
 func TestDrainTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		killGrace time.Duration
 		cancelIn  time.Duration // after the call, of a 2 s drain
 	}{
-		{"grace shorter than the drain", 1500 * time.Millisecond, 500 * time.Millisecond},
-		{"grace longer than the drain", 5 * time.Second, 0},
+		{"grace under half the drain", 500 * time.Millisecond, 1500 * time.Millisecond},
+		{"grace longer than the drain", 5 * time.Second, time.Second},
+		{"grace longer than half the drain", 1500 * time.Millisecond, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -92,4 +93,37 @@ func TestDrainTimeout(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A drain shorter than the kill grace still lets a short run under way at
+// the drain finish and record its completion: the successor must not run
+// that tick again (the e2e rolling restart caught every HTTP run in flight at
+// a SIGTERM cut short when --drain-timeout was at or under the 5 s grace).
+func TestShortDrainLetsRunsFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.grace = 5 * time.Second
+		h.runner.behave = work(20 * time.Millisecond)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(5 * time.Millisecond)) // tick 0's run is under way
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		stopped := h.s.Drain(ctx, 1)
+		if want := t0.Add(20 * time.Millisecond); !time.Now().Equal(want) {
+			t.Errorf("Drain returned at %v, want %v (the run's end)", time.Now(), want)
+		}
+		rec := h.store.record(1, j.Name)
+		for _, f := range rec.InFlight {
+			if !f.Tick.After(stopped) {
+				t.Errorf("tick %v in flight after the drain: the successor would run it again", f.Tick)
+			}
+		}
+		if len(rec.History) != 1 || rec.History[0].Status != StatusSucceeded {
+			t.Errorf("history %+v: want tick 0 completed", rec.History)
+		}
+	})
 }
