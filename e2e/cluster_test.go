@@ -49,6 +49,10 @@ type cluster struct {
 	// absent from running is stopped or removed.
 	replicas map[string]string
 	running  map[string]bool
+	// retired keeps the logs of replaced containers (a rolling upgrade
+	// removes a node's container to start another image under its name),
+	// so a failed run's logs cover every incarnation.
+	retired map[string][]byte
 }
 
 // newCluster creates the networks, the etcd members and the ledger.
@@ -56,13 +60,13 @@ func newCluster(t *testing.T) *cluster {
 	c := &cluster{
 		t: t, prefix: newPrefix(), ks: keyspace.New(clusterName),
 		image: image(t, "SHARDCRON_E2E_IMAGE"), etcdImage: image(t, "SHARDCRON_E2E_ETCD_IMAGE"),
-		replicas: map[string]string{}, running: map[string]bool{},
+		replicas: map[string]string{}, running: map[string]bool{}, retired: map[string][]byte{},
 	}
 	ledgerImage := image(t, "SHARDCRON_E2E_LEDGER_IMAGE")
 	removeLabelled(t, "") // an earlier run that could not clean up
 	t.Cleanup(func() {
 		if t.Failed() {
-			saveLogs(t, c.prefix)
+			saveLogs(t, c.prefix, c.retired)
 		}
 		removeLabelled(t, c.prefix)
 	})
@@ -119,6 +123,7 @@ func (c *cluster) start(node, img string) {
 	name := c.container(node)
 	if c.replicas[node] != img {
 		if c.replicas[node] != "" {
+			c.retired[fmt.Sprintf("%s.%d", name, len(c.retired))] = containerLog(name)
 			mustDocker(c.t, "rm", "-f", "-v", name)
 		}
 		// The API listens on the private test networks without tokens. An

@@ -78,9 +78,13 @@ func removeLabelled(t testing.TB, value string) {
 			return err
 		}
 		nets, err := docker("network", "ls", "-q", "--filter", filter)
-		if err == nil && nets != "" {
-			_, err = docker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
+		if err != nil || nets == "" {
+			return err
 		}
+		for _, n := range strings.Fields(nets) {
+			dropStaleEndpoints(n)
+		}
+		_, err = docker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
 		return err
 	})
 	if err != nil {
@@ -88,21 +92,47 @@ func removeLabelled(t testing.TB, value string) {
 	}
 }
 
-// saveLogs keeps every container's log of a failed run, in
-// $SHARDCRON_E2E_LOGS (default: the system's temporary directory).
-func saveLogs(t testing.TB, prefix string) {
-	dir := filepath.Join(cmp.Or(os.Getenv("SHARDCRON_E2E_LOGS"), os.TempDir()), prefix)
-	names, err := docker("ps", "-a", "--filter", "label="+label+"="+prefix, "--format", "{{.Names}}")
-	if err != nil || names == "" || os.MkdirAll(dir, 0o755) != nil {
+// dropStaleEndpoints force-disconnects whatever a network still lists as
+// attached once its containers are removed. The daemon can keep such an
+// endpoint after a container that was disconnected and reconnected (the
+// partition scenario) is removed, and then refuses to remove the network
+// ("has active endpoints"); a forced disconnect by the endpoint's name, not
+// its ID, clears it (moby/moby#17217, #33156).
+func dropStaleEndpoints(network string) {
+	names, err := docker("network", "inspect", "-f", "{{range .Containers}}{{.Name}} {{end}}", network)
+	if err != nil {
 		return
 	}
 	for _, n := range strings.Fields(names) {
-		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
-		out, _ := exec.CommandContext(ctx, "docker", "logs", "-t", n).CombinedOutput()
-		cancel()
-		_ = os.WriteFile(filepath.Join(dir, n+".log"), out, 0o644)
+		_, _ = docker("network", "disconnect", "-f", network, n)
+	}
+}
+
+// saveLogs keeps every container's log of a failed run, and the logs of
+// containers it replaced (retired, by file name), in $SHARDCRON_E2E_LOGS
+// (default: the system's temporary directory).
+func saveLogs(t testing.TB, prefix string, retired map[string][]byte) {
+	dir := filepath.Join(cmp.Or(os.Getenv("SHARDCRON_E2E_LOGS"), os.TempDir()), prefix)
+	names, err := docker("ps", "-a", "--filter", "label="+label+"="+prefix, "--format", "{{.Names}}")
+	if err != nil || os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	for _, n := range strings.Fields(names) {
+		_ = os.WriteFile(filepath.Join(dir, n+".log"), containerLog(n), 0o644)
+	}
+	for n, log := range retired {
+		_ = os.WriteFile(filepath.Join(dir, n+".log"), log, 0o644)
 	}
 	t.Logf("container logs of the failed run: %s", dir)
+}
+
+// containerLog returns a container's log with the daemon's timestamps, or
+// what docker said instead.
+func containerLog(name string) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, "docker", "logs", "-t", name).CombinedOutput()
+	return out
 }
 
 // image names an image from the environment `make e2e` sets.

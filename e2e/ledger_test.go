@@ -36,15 +36,26 @@ type report struct {
 	from, to                                  time.Time
 	expected, accepted, rejected, missed, dup int
 	reruns                                    int
+	licensed                                  int // repeats the licence allowed
 	maxLate                                   time.Duration
 	missedTicks, badDups                      []string
 }
 
+// licence says whether repeat, an accepted fire of the tick first already
+// took effect for, is one DESIGN.md allows.
+type licence func(first, repeat fire) bool
+
+// noRepeats allows none: what a graceful handoff must give.
+func noRepeats(first, repeat fire) bool { return false }
+
+// markedReruns allows a marked re-run, DESIGN.md's only licence for a tick
+// accepted twice, after a fault that can land between a run's effect and
+// its completion record.
+func markedReruns(first, repeat fire) bool { return repeat.Rerun }
+
 // analyse counts, for every job and every tick in [from, to], the accepted
-// fires. A repeat is allowed only when allowReruns (a fault that can land
-// between a run's effect and its completion record) and it is a marked
-// re-run: DESIGN.md's only licence for a tick accepted twice.
-func analyse(fs []fire, from, to time.Time, allowReruns bool) report {
+// fires; a repeat that allowed does not licence is a bad duplicate.
+func analyse(fs []fire, from, to time.Time, allowed licence) report {
 	r := report{from: from, to: to}
 	got := map[string][]fire{}
 	for _, f := range fs {
@@ -76,7 +87,9 @@ func analyse(fs []fire, from, to time.Time, allowReruns bool) report {
 			}
 			for _, d := range fs[1:] {
 				r.dup++
-				if !allowReruns || !d.Rerun {
+				if allowed(fs[0], d) {
+					r.licensed++
+				} else {
 					r.badDups = append(r.badDups, fmt.Sprintf("%s (nodes %s then %s, rerun=%v)", k, fs[0].Node, d.Node, d.Rerun))
 				}
 			}
@@ -93,8 +106,8 @@ func (r report) String() string {
 
 // verify waits (bounded) until every tick in [from, to] of every job has
 // reached the ledger, then fails the test on a missed tick or a duplicate
-// DESIGN.md does not allow, and returns the report.
-func (c *cluster) verify(from, to time.Time, allowReruns bool) report {
+// allowed does not licence, and returns the report.
+func (c *cluster) verify(from, to time.Time, allowed licence) report {
 	c.t.Helper()
 	var r report
 	var read bool
@@ -103,7 +116,7 @@ func (c *cluster) verify(from, to time.Time, allowReruns bool) report {
 		if err != nil {
 			return err
 		}
-		r, read = analyse(fs, from, to, allowReruns), true
+		r, read = analyse(fs, from, to, allowed), true
 		if r.missed > 0 {
 			return fmt.Errorf("%d ticks not yet at the ledger", r.missed)
 		}
