@@ -108,6 +108,7 @@ type window struct {
 	name       string
 	from, to   time.Time
 	inFlight   bool
+	graceful   bool // a handoff (SIGTERM, scale-up): runs in flight finish
 	takeover   time.Duration
 	exitStatus string
 }
@@ -209,7 +210,8 @@ func analyse(fires []fire, begin, end time.Time, windows []window) ledgerReport 
 				// A tick may be accepted twice only when its first run's
 				// effect landed while its completion could not be recorded:
 				// the repeat is then a marked re-run, inside a window where
-				// a fault hit runs in flight.
+				// an abrupt fault (kill -9, SIGSTOP) hit runs in flight. A
+				// graceful handoff lets them finish and records them.
 				if !d.Rerun || !inInFlightWindow(tick, windows) {
 					r.badDuplicates = append(r.badDuplicates, fmt.Sprintf("%s@%s (rerun=%v, nodes %s then %s)", job, tick.UTC().Format("15:04:05"), d.Rerun, fs[0].Node, d.Node))
 				}
@@ -222,7 +224,7 @@ func analyse(fires []fire, begin, end time.Time, windows []window) ledgerReport 
 
 func inInFlightWindow(tick time.Time, windows []window) bool {
 	for _, w := range windows {
-		if w.inFlight && !tick.Before(w.from.Add(-2*time.Second)) && !tick.After(w.to) {
+		if w.inFlight && !w.graceful && !tick.Before(w.from.Add(-2*time.Second)) && !tick.After(w.to) {
 			return true
 		}
 	}

@@ -99,7 +99,7 @@ func (c *faultCluster) terminateOwner(mode string, inFlight bool) window {
 	t := c.t
 	name := c.victim()
 	c.align(inFlight)
-	w := window{name: "SIGTERM " + name + " (" + mode + ")", from: time.Now(), inFlight: inFlight}
+	w := window{name: "SIGTERM " + name + " (" + mode + ")", from: time.Now(), inFlight: inFlight, graceful: true}
 	p := c.nodes[name]
 	p.signal(syscall.SIGTERM)
 	const drainTimeout = 2 * time.Second
@@ -127,7 +127,7 @@ func (c *faultCluster) scaleUp(mode string, inFlight bool) window {
 		name += "x"
 	}
 	c.align(inFlight)
-	w := window{name: "start " + name + " (" + mode + ")", from: time.Now(), inFlight: inFlight}
+	w := window{name: "start " + name + " (" + mode + ")", from: time.Now(), inFlight: inFlight, graceful: true}
 	c.start(name)
 	c.waitStable("after starting " + name)
 	w.to = time.Now()
