@@ -87,9 +87,43 @@ func removeLabelled(t testing.TB, value string) {
 		_, err = docker(append([]string{"network", "rm"}, strings.Fields(nets)...)...)
 		return err
 	})
-	if err != nil {
-		t.Errorf("cleanup of %s left resources behind: %v", filter, err)
+	if err == nil {
+		return
 	}
+	if stale := onlyStaleNetworks(filter); stale != "" {
+		// Not this suite's leftovers but the daemon's: every container is
+		// gone, and what holds the network is an endpoint of none of them.
+		// The next run's cleanup tries again.
+		t.Logf("cleanup of %s: docker keeps stale endpoints on %s (%v); left for the next run", filter, stale, err)
+		return
+	}
+	t.Errorf("cleanup of %s left resources behind: %v", filter, err)
+}
+
+// onlyStaleNetworks returns the labelled networks left behind when no
+// labelled container is, and every endpoint they list names a container
+// that no longer exists; "" otherwise.
+func onlyStaleNetworks(filter string) string {
+	ids, err := docker("ps", "-aq", "--filter", filter)
+	if err != nil || ids != "" {
+		return ""
+	}
+	nets, err := docker("network", "ls", "-q", "--filter", filter)
+	if err != nil || nets == "" {
+		return ""
+	}
+	for _, n := range strings.Fields(nets) {
+		names, err := docker("network", "inspect", "-f", "{{range .Containers}}{{.Name}} {{end}}", n)
+		if err != nil {
+			return ""
+		}
+		for _, c := range strings.Fields(names) {
+			if _, err := docker("container", "inspect", c); err == nil {
+				return "" // a live container holds it: ours to explain
+			}
+		}
+	}
+	return strings.Join(strings.Fields(nets), ", ")
 }
 
 // dropStaleEndpoints force-disconnects whatever a network still lists as
