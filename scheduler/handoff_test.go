@@ -34,11 +34,7 @@ func TestDrainWaitsForRuns(t *testing.T) {
 		// in flight. Tick 2 (after stopped_at) is the successor's: in
 		// flight if its claim ahead was sent, else unclaimed.
 		rec := h.store.record(1, j.Name)
-		for _, f := range rec.InFlight {
-			if !f.Tick.After(stopped) {
-				t.Errorf("tick %v in flight after the drain", f.Tick)
-			}
-		}
+		noneInFlightBy(t, rec, stopped)
 		if len(rec.History) != 2 || rec.LastClaimed.Before(t0.Add(time.Second)) {
 			t.Errorf("record after drain: %+v", rec)
 		}
@@ -117,13 +113,20 @@ func TestShortDrainLetsRunsFinish(t *testing.T) {
 			t.Errorf("Drain returned at %v, want %v (the run's end)", time.Now(), want)
 		}
 		rec := h.store.record(1, j.Name)
-		for _, f := range rec.InFlight {
-			if !f.Tick.After(stopped) {
-				t.Errorf("tick %v in flight after the drain: the successor would run it again", f.Tick)
-			}
-		}
+		noneInFlightBy(t, rec, stopped)
 		if len(rec.History) != 1 || rec.History[0].Status != StatusSucceeded {
 			t.Errorf("history %+v: want tick 0 completed", rec.History)
 		}
 	})
+}
+
+// noneInFlightBy fails for a tick at or before a drain's stopped_at still in
+// flight: the successor would run it again.
+func noneInFlightBy(t *testing.T, rec Record, stopped time.Time) {
+	t.Helper()
+	for _, f := range rec.InFlight {
+		if !f.Tick.After(stopped) {
+			t.Errorf("tick %v in flight after the drain: the successor would run it again", f.Tick)
+		}
+	}
 }
