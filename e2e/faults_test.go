@@ -31,7 +31,7 @@ func isolate(t *testing.T, c *cluster, f *figures, what string, cut, heal []stri
 	c.waitStable("before the fault")
 	from := nextTick(0)
 	victim, held := c.victim()
-	alignBetweenTicks()
+	alignTo(betweenTicks)
 	start := time.Now()
 	mustDocker(t, append(cut, c.container(victim))...)
 	takeover := poll.MustEvery(t, containerEvery, ttl+30*time.Second, "takeover of "+victim+"'s shards", func() error {
@@ -78,7 +78,7 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 	var leader int
 	poll.MustEvery(t, containerEvery, 10*time.Second, "etcd leader", func() (err error) { leader, err = c.etcdLeader(); return err })
 	from := nextTick(0)
-	alignBetweenTicks()
+	alignTo(betweenTicks)
 	start := time.Now()
 	mustDocker(t, "stop", "-t", "10", c.etcdName(leader))
 	stopped := time.Since(start)

@@ -40,19 +40,25 @@ func nextTick(d time.Duration) time.Time {
 // (verify waits for them to come due).
 func settledTo() time.Time { return time.Now().Truncate(time.Second).Add(3 * time.Second) }
 
-// alignBetweenTicks waits until half a second past a whole second, so a
-// fault lands between the runs of two ticks (the ledger answers at once).
-func alignBetweenTicks() {
-	now := time.Now()
-	time.Sleep(time.Until(now.Truncate(time.Second).Add(1500 * time.Millisecond))) // the fault's phase, not a wait for a condition
-}
+// Phases within a second at which a fault lands (alignTo).
+const (
+	// betweenTicks: the fault lands between the runs of two ticks (the
+	// ledger answers at once).
+	betweenTicks = 500 * time.Millisecond
+	// atTick: a SIGTERM sent then reaches the replica while the next tick's
+	// runs are under way, the hardest moment for a graceful handoff (the
+	// docker CLI takes tens of ms).
+	atTick = time.Second - 20*time.Millisecond
+)
 
-// alignToTick waits until just before a whole second, so a SIGTERM sent
-// then reaches the replica while that tick's runs are under way: the
-// hardest moment for a graceful handoff (the docker CLI takes tens of ms).
-func alignToTick() {
+// alignTo waits until the next instant phase past a whole second.
+func alignTo(phase time.Duration) {
 	now := time.Now()
-	time.Sleep(time.Until(now.Truncate(time.Second).Add(time.Second - 20*time.Millisecond))) // the fault's phase, not a wait for a condition
+	at := now.Truncate(time.Second).Add(phase)
+	if !at.After(now) {
+		at = at.Add(time.Second)
+	}
+	time.Sleep(time.Until(at)) // the fault's phase, not a wait for a condition
 }
 
 func TestE2E(t *testing.T) {
@@ -194,7 +200,7 @@ func rollingRestart(t *testing.T, c *cluster, f *figures) {
 	from := nextTick(0)
 	var handoffs []string
 	for _, n := range c.live() {
-		alignToTick()
+		alignTo(atTick)
 		code, took := c.stop(n)
 		if code != 0 {
 			t.Errorf("%s exited %d after SIGTERM", n, code)
