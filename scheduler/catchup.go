@@ -252,6 +252,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 	// before arm voids them: arming from now would skip them.
 	s.fireDue(now)
 	s.cur = t
+	voided := 0
 	for _, sh := range s.shards {
 		if sh.state != firing {
 			continue
@@ -275,6 +276,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
+				voided++
 				s.unpark(rec)
 			}
 		}
@@ -291,7 +293,9 @@ func (s *Scheduler) installJobs(now time.Time) {
 				}
 				s.markDirty(rec, false) // its record is deleted once no run is left
 				s.log.Info("job removed: stopped", rec.logArgs()...)
+				voided++
 			}
 		}
 	}
+	s.compactTimers(voided)
 }

@@ -140,6 +140,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		s.flushHistory(sh)
 		s.owned[n].Store(false)
 		s.dropQueuedClaims(sh)
+		s.compactTimers(len(sh.jobs))
 		s.log.Info("shard draining", "shard", n, "token", sh.g.Token, "runs", sh.runs)
 	case stopped:
 		if sh.stoppedAt.IsZero() {

@@ -247,6 +247,7 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 		}
 	}
 	s.log.Warn("shard stopped", "shard", sh.g.Shard, "token", sh.g.Token, "runs", sh.runs, "err", cause)
+	s.compactTimers(len(sh.jobs))
 	s.checkIdle(sh)
 }
 
