@@ -62,7 +62,7 @@ type Scheduler struct {
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration
-	slowAt     time.Time // when slowCommit was last updated
+	slowAt     time.Time            // when slowCommit was last updated
 	histDirty  map[*jobRec]struct{} // records with history to hand on
 	histAt     time.Time            // the next history flush; zero if none
 	// batchLimit caps the writes per Commit call (0: commitWrites).
