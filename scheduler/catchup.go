@@ -28,7 +28,7 @@ type backlog struct {
 
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
-// them (DESIGN.md "Catch-up"):
+// them (docs/design.md "Catch-up"):
 //   - ticks in flight under an older token run again: as re-runs when
 //     their first run may have started, as ordinary runs when they were
 //     claimed ahead and handed over (after a release's stopped_at, or not

@@ -1,4 +1,4 @@
-// Package ledger keeps a fencing-aware receiver's books, as DESIGN.md
+// Package ledger keeps a fencing-aware receiver's books, as docs/design.md
 // ("Delivery semantics") asks of a receiver: a run is accepted only if its
 // fencing token is at least the highest accepted for its shard, and an
 // accepted repeat of a (job, tick) is marked a duplicate rather than hidden.
