@@ -39,7 +39,7 @@ const (
 	MaxConcurrentRunsLimit = 1_000_000
 )
 
-// Node is one replica's settings: the `server` flags of DESIGN.md's public
+// Node is one replica's settings: the `server` flags of docs/design.md's public
 // contract. Each field is a flag (--lease-ttl), an environment variable
 // (SHARDCRON_LEASE_TTL) and a key of the --config file (lease_ttl); see
 // ResolveNode for the precedence.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Claim ahead (DESIGN.md "Claim"): a fenced claim costs an etcd round trip
+// Claim ahead (docs/design.md "Claim"): a fenced claim costs an etcd round trip
 // and an fsync, so the owner claims each tick a horizon before it is due,
 // in one write with whatever else the job's record has queued, and starts
 // the run from a timer at the tick with no write in between. The horizon

@@ -28,7 +28,7 @@ type backlog struct {
 
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
-// them (DESIGN.md "Catch-up"):
+// them (docs/design.md "Catch-up"):
 //   - ticks in flight under an older token run again: as ordinary runs
 //     when the release names them as never started (Released.Handed), as
 //     re-runs otherwise (their first run may have started);

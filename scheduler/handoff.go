@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// A graceful handoff (DESIGN.md "Release"): Drain stops firing a shard,
+// A graceful handoff (docs/design.md "Release"): Drain stops firing a shard,
 // waits for its runs and their completion records, and returns the instant
 // from which the successor runs every tick.
 
