@@ -162,6 +162,37 @@ func TestExampleOverlay(t *testing.T) {
 	}
 }
 
+// TestHTTPTLSComponent: the example overlay with components/http-tls
+// serves HTTPS from the mounted certificate, probes and scrapes included,
+// and passes every check.
+func TestHTTPTLSComponent(t *testing.T) {
+	fsys := withTokens(t, tree(t))
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../example]\ncomponents: [../../components/http-tls]\n"
+	if err := fsys.WriteFile(path.Join(Tree, "overlays/tls/kustomization.yaml"), []byte(k)); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, fsys, "overlays/tls")
+	checkWorkload(t, objs)
+	security(t, "overlays/tls", objs)
+	c := find[*appsv1.Deployment](objs)[0].Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["SHARDCRON_HTTP_TLS_CERT"] == "" || env["SHARDCRON_HTTP_TLS_KEY"] == "" {
+		t.Error("no SHARDCRON_HTTP_TLS_CERT/KEY on the server")
+	}
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("probe %+v does not use HTTPS", p)
+		}
+	}
+	sm := find[*monitoringv1.ServiceMonitor](objs)
+	if len(sm) != 1 || sm[0].Spec.Endpoints[0].Scheme == nil || *sm[0].Spec.Endpoints[0].Scheme != "https" {
+		t.Error("the ServiceMonitor does not scrape HTTPS")
+	}
+}
+
 // TestChecksFailBadManifests feeds each check an overlay of the base that
 // breaks what it guards and sees it fail.
 func TestChecksFailBadManifests(t *testing.T) {
