@@ -436,3 +436,34 @@ func TestVoidTimersDropped(t *testing.T) {
 		}
 	})
 }
+
+// History an earlier release kept inside the record survives the upgrade:
+// the first owner that reads it hands it to History, before its first
+// write of the record drops it.
+func TestRecordHistoryCrossesUpgrade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "legacy", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		old := []Entry{
+			{Tick: t0.Add(-2 * time.Second), Status: StatusSucceeded, Node: "old", Token: 3},
+			{Tick: t0.Add(-time.Second), Status: StatusFailed, Detail: "HTTP 500", Node: "old", Token: 3},
+		}
+		h.store.put(2, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-time.Second), History: old})
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(3 * time.Second))
+		synctest.Wait()
+		h.store.mu.Lock()
+		raw := h.store.recs[recKey(2, j.Name)]
+		hist := slices.Clone(h.store.hist[recKey(2, j.Name)])
+		h.store.mu.Unlock()
+		if r, err := DecodeRecord(raw.Value); err != nil || len(r.History) != 0 {
+			t.Errorf("record as stored: %+v, %v: want it rewritten without history", r, err)
+		}
+		if len(hist) < 2 || !hist[0].Tick.Equal(old[0].Tick) || hist[1].Detail != "HTTP 500" {
+			t.Errorf("history after the upgrade starts %+v, want the record's two entries first", hist)
+		}
+	})
+}

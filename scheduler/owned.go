@@ -211,6 +211,13 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 		return rec
 	}
 	rec.committed, rec.rev, rec.hi = stateOf(r), st.Rev, r.LastClaimed
+	if len(r.History) > 0 && s.history != nil {
+		// An earlier release kept the job's history in the record, and the
+		// next write of the record drops it: hand it to History first, so a
+		// rolling upgrade keeps it.
+		rec.hist = append(rec.hist, r.History...)
+		s.histPending(rec)
+	}
 	return rec
 }
 
