@@ -120,9 +120,14 @@ type Node struct {
 	// runs fail, saying so). Default true.
 	Exec bool `yaml:"exec"`
 	// ExecAllow, when not empty, lists the programs exec jobs may start on
-	// this replica: a job's command[0] exactly, or an absolute path inside
-	// an entry ending in "/". See runner.ExecPolicy.
+	// this replica: a program found with the server's PATH, or an absolute
+	// directory ending in "/", compared as files with symlinks evaluated.
+	// See runner.ExecPolicy.
 	ExecAllow []string `yaml:"exec_allow"`
+	// ExecEnvAllow, when not empty, lists the variables an exec job's env
+	// may set on this replica: names, or prefixes ending in "*"; never
+	// PATH. See runner.ExecPolicy.
+	ExecEnvAllow []string `yaml:"exec_env_allow"`
 }
 
 // HTTPAuth says whether token auth is on.
@@ -258,6 +263,11 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 	for _, a := range n.ExecAllow {
 		if strings.HasSuffix(a, "/") && !strings.HasPrefix(a, "/") {
 			bad("exec_allow", "%q: a directory entry must be an absolute path", a)
+		}
+	}
+	for _, e := range n.ExecEnvAllow {
+		if name := strings.TrimSuffix(e, "*"); name == "PATH" || (name != "" && !envName.MatchString(name)) {
+			bad("exec_env_allow", "%q: not a variable name or a prefix ending in * (and never PATH: programs are found with the server's PATH)", e)
 		}
 	}
 	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {

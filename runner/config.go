@@ -63,6 +63,13 @@ type Config struct {
 	// ErrNoSupervisor (a program that embeds only in-process handlers).
 	Supervisor []string
 
+	// Exec is this replica's own exec policy (--exec, --exec-allow,
+	// --exec-env-allow), enforced on every exec run whatever the job set
+	// says. New resolves its allow-list with the server's PATH and fails
+	// when an entry does not name an executable file or a directory. Zero:
+	// every program, any env but PATH.
+	Exec ExecPolicy
+
 	// Funcs holds the in-process handlers that func jobs name. Nil: func
 	// jobs fail as unknown.
 	Funcs *Funcs

@@ -18,7 +18,8 @@ var errTimeout = errors.New("runner: job timeout")
 // Runner runs jobs; it implements scheduler.Runner. Safe for concurrent use.
 type Runner struct {
 	cfg    Config
-	met    *metrics // nil without a Registerer
+	exec   execPolicy // cfg.Exec, resolved
+	met    *metrics   // nil without a Registerer
 	client *http.Client
 	tr     *http.Transport
 
@@ -45,6 +46,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.Supervisor = append([]string(nil), cfg.Supervisor...)
+	// The allow-list is resolved once, with the server's PATH: a program
+	// installed or replaced later in a listed directory is found at run
+	// time, a name is pinned to the file it named at start.
+	policy, err := cfg.Exec.resolve(valueOr(cfg.Env, "PATH", defaultPath))
+	if err != nil {
+		return nil, err
+	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -55,6 +63,7 @@ func New(cfg Config) (*Runner, error) {
 	tr.MaxIdleConnsPerHost = cfg.IdleConnsPerHost
 	tr.MaxIdleConns = 0 // no bound across hosts beyond the per-host one
 	rn := &Runner{
+		exec:   policy,
 		met:    met,
 		cfg:    cfg,
 		tr:     tr,

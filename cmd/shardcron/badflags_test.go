@@ -38,6 +38,7 @@ var badValues = map[string][]string{
 	"etcd-password-file":       {"/nonexistent/pw"},
 	"etcd-username":            {"user-without-pw"},
 	"exec-allow":               {"relative/dir/"},
+	"exec-env-allow":           {"PATH", "BAD-NAME"},
 	"file":                     {"/nonexistent/jobs.yaml"},
 	"http-addr":                {"nohost", "127.0.0.1:99999"},
 	"http-open":                {"sometimes"},

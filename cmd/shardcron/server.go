@@ -44,6 +44,10 @@ at most --drain-timeout), resigns its lease and exits 0.`,
 }
 
 func runServer(c *cobra.Command, _ []string) error {
+	// Before any secret is read: exec jobs must not read this process.
+	if err := notDumpable(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	node, err := config.ResolveNode(c.Flags(), os.Getenv)
 	if err != nil {
 		return usageError{err}
@@ -98,7 +102,7 @@ func runServer(c *cobra.Command, _ []string) error {
 		Cluster: node.Cluster, Node: node.NodeID,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
-		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow},
+		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
 		Version:    version, Registry: reg, Logger: log,
 	}
 	if guard != nil {
