@@ -201,6 +201,9 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 		checkExpansion(field, v, report)
 	}
 	checkExpansion("http.body", h.Body, report)
+	if h.FollowRedirects != "" && !slices.Contains([]Redirects{RedirectsNone, RedirectsSameHost, RedirectsAny}, h.FollowRedirects) {
+		bad("http.follow_redirects", "%q must be one of none, same_host, any", h.FollowRedirects)
+	}
 	seen := map[int]bool{}
 	for i, code := range h.ExpectStatus {
 		field := fmt.Sprintf("http.expect_status[%d]", i)

@@ -70,6 +70,11 @@ type Config struct {
 	// every program, any env but PATH.
 	Exec ExecPolicy
 
+	// Egress says which addresses http jobs may connect to (--egress-deny,
+	// --egress-allow), checked on the resolved address of every
+	// connection. Zero: everything but DefaultEgressDeny.
+	Egress EgressPolicy
+
 	// Funcs holds the in-process handlers that func jobs name. Nil: func
 	// jobs fail as unknown.
 	Funcs *Funcs

@@ -58,6 +58,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = cfg.Egress.dialer().DialContext
 	// Jobs of one cluster often call the same few receivers at the same
 	// second: keep enough idle connections that each run reuses one.
 	tr.MaxIdleConnsPerHost = cfg.IdleConnsPerHost
@@ -94,6 +95,15 @@ func (rn *Runner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 		ctx, cancelT = context.WithTimeoutCause(ctx, d, errTimeout)
 		defer cancelT()
 	}
+	res := rn.run(ctx, cancel, r)
+	if !r.Job.Keeps() {
+		res.Output = "" // keep_output: false
+	}
+	return res
+}
+
+// run runs r by its kind, under ctx (which cancel ends).
+func (rn *Runner) run(ctx context.Context, cancel context.CancelCauseFunc, r scheduler.Run) scheduler.Result {
 	switch {
 	case r.Job.Exec != nil:
 		return rn.runExec(ctx, r)

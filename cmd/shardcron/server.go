@@ -98,11 +98,14 @@ func runServer(c *cobra.Command, _ []string) error {
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
 	reg := newRegistry(etcdMetrics)
+	var egress runner.EgressPolicy
+	egress.Deny, egress.Allow = node.EgressPrefixes()
 	rcfg := replica.Config{
 		Cluster: node.Cluster, Node: node.NodeID,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
 		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
+		Egress:     egress,
 		Version:    version, Registry: reg, Logger: log,
 	}
 	if guard != nil {
