@@ -57,17 +57,6 @@ func lookPath(file, path, dir string) (string, error) {
 	return "", fmt.Errorf("%q: executable file not found in the server's PATH %q", file, path)
 }
 
-// envValue returns the value of name in env ("k=v" entries), last wins.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
-}
-
 // childrenOf lists the pids whose parent is ppid, from /proc.
 func childrenOf(ppid int) []int {
 	ents, err := os.ReadDir("/proc")

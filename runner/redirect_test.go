@@ -32,8 +32,7 @@ func otherHost(rc *receiver) string { return strings.Replace(rc.URL, "127.0.0.1"
 func TestRedirectSendsNoReferer(t *testing.T) {
 	const secret = "referer-secret-marker-9c1"
 	t.Setenv("SHARDCRON_JOB_API_KEY", secret)
-	var rc *receiver
-	rc = newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/start" {
 			http.Redirect(w, r, "/next", http.StatusFound)
 		}
