@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"os"
@@ -150,6 +151,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: KillGrace %v is negative", ErrInvalidConfig, c.KillGrace)
 	case c.ExtendEvery < 0 || c.ExtendEvery > 250*time.Millisecond:
 		return fmt.Errorf("%w: ExtendEvery %v is outside (0, 250ms]", ErrInvalidConfig, c.ExtendEvery)
+	}
+	for _, p := range append(slices.Clip(c.Egress.Deny), c.Egress.Allow...) {
+		if !p.IsValid() {
+			return fmt.Errorf("%w: Egress has an invalid network %v", ErrInvalidConfig, p)
+		}
 	}
 	if len(c.Supervisor) > 0 && c.Supervisor[0] == "" {
 		return fmt.Errorf("%w: Supervisor has an empty program name", ErrInvalidConfig)

@@ -29,14 +29,7 @@ import (
 // allowed program and fails the others without starting them, saying why
 // in the run's history; with --exec=false it runs no exec job at all.
 func TestExecAllowAndDisable(t *testing.T) {
-	trueBin, err := exec.LookPath("true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoBin, err := exec.LookPath("echo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	trueBin, echoBin := lookPath(t, "true"), lookPath(t, "echo")
 	for _, tc := range []struct {
 		name    string
 		flags   []string
@@ -84,14 +77,7 @@ func TestExecAllowAndDisable(t *testing.T) {
 // directory does not lead out of it, and an allowed interpreter does not
 // take BASH_ENV from the job.
 func TestExecAllowContains(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bash, sh := lookPath(t, "bash"), lookPath(t, "sh")
 	serverBin, planted, allowedDir := t.TempDir(), t.TempDir(), t.TempDir()
 	script := func(path, body string) string {
 		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -245,4 +231,14 @@ func asNobody(t *testing.T, c *exec.Cmd) {
 	}
 	c.Path = filepath.Join(dir, "shardcron")
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+}
+
+// lookPath finds a program the test needs on this host's PATH.
+func lookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
