@@ -34,7 +34,7 @@ type runDone struct {
 	res        Result
 	start, end time.Time
 	ran        bool
-	dropped    bool // never started: its job was suspended meanwhile
+	dropped    bool  // never started: its job was suspended meanwhile
 	attempts   int   // attempts made (retries.go)
 	cause      error // the run context's cancellation cause; nil if none
 }
