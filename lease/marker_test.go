@@ -133,3 +133,35 @@ func TestReleaseBatchesLargeMarkers(t *testing.T) {
 		}
 	}
 }
+
+// A marker written ahead of the release (Mark) reaches the successor even
+// when the release never lands: the owner's lease ends instead (a leave out
+// of time, a session lost while draining). Before, such a leave left no
+// marker and the successor applied the misfire policy to the drained
+// window.
+func TestMarkAheadOfRelease(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t).Client(t)
+	ctx := tctx(t)
+	cfgA, _ := testCfg(3 * time.Second)
+	cfgB, _ := testCfg(3 * time.Second)
+	a, b := newSession(t, cli, cfgA), newSession(t, cli, cfgB)
+	const shard = 4
+	tok, _, err := a.Acquire(ctx, shard, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Date(2026, 6, 1, 12, 0, 5, 0, time.UTC)
+	tick := stopped.Add(time.Second)
+	if err := a.Mark(ctx, Release{Token: tok, StoppedAt: stopped, Handed: map[string][]time.Time{"j": {tick}}}); err != nil {
+		t.Fatalf("mark: %v", err)
+	}
+	a.Close() // no release: the lease is revoked and the key goes
+	_, m, err := b.Acquire(ctx, shard, "b")
+	if err != nil || m == nil || !m.StoppedAt.Equal(stopped) || m.Generation != tok.Generation || len(m.Handed["j"]) != 1 {
+		t.Fatalf("acquisition after a leave that never released: marker %+v, err %v", m, err)
+	}
+	if err := a.Mark(ctx, Release{Token: tok, StoppedAt: stopped}); err == nil {
+		t.Fatal("a closed session marked a shard it no longer holds")
+	}
+}

@@ -117,6 +117,28 @@ func holder(resp *clientv3.TxnResponse) string {
 	return fmt.Sprintf(" (generation %d, lease %016x)", kvs[0].CreateRevision, kvs[0].Lease)
 }
 
+// Mark writes the release marker of a shard this session still holds,
+// guarded by its token, without releasing it: written as soon as its owner
+// stops firing, it is there for the successor even if the release itself
+// never lands (the lease then ends by revocation or expiry, and the first
+// acquisition after consumes the marker as usual). The release writes it
+// again. It returns ErrNotHeld when the token no longer holds the shard.
+func (s *Session) Mark(ctx context.Context, r Release) error {
+	if !s.Valid() {
+		return s.refuse(fmt.Sprintf("marker of shard %d", r.Token.Shard))
+	}
+	m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation, Handed: r.Handed}
+	resp, err := s.cli.Txn(ctx).If(Guard(s.ks, r.Token)).
+		Then(clientv3.OpPut(s.ks.Released(r.Token.Shard), string(m.Encode()))).Commit()
+	if err != nil {
+		return fmt.Errorf("lease: marker of shard %d: %w", r.Token.Shard, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: shard %d token %d", ErrNotHeld, r.Token.Shard, r.Token.Generation)
+	}
+	return nil
+}
+
 // Release releases shards: for each, in one transaction guarded by its
 // token (Guard), it deletes the shard key and puts ticks/<shard>/_released
 // (no lease) = the encoded Marker. Releases are batched, MaxTxnOps/2 per

@@ -75,6 +75,27 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) Released {
 	return r.rel
 }
 
+// StopFiring stops firing shard at once, as Drain does first, and returns
+// what the release marker will say, without waiting for the shard's runs.
+// The shard package writes that marker ahead of the release, so that a
+// successor finds it even if the release itself never lands (a leave that
+// runs out of time, a session lost while draining). A Drain after it waits
+// for the runs and returns the same Released.
+func (s *Scheduler) StopFiring(shard int) Released {
+	reply := make(chan drainReply, 1)
+	select {
+	case s.reqs <- drainReq{shard: shard, reply: reply}:
+	case <-s.quit:
+		return Released{StoppedAt: time.Now()}
+	}
+	select {
+	case r := <-reply:
+		return r.rel
+	case <-s.quit:
+		return Released{StoppedAt: time.Now()}
+	}
+}
+
 // drain ends firing of shard n at now and says from when its successor
 // runs every tick; Run calls it for Drain.
 func (s *Scheduler) drain(n int, now time.Time) drainReply {
@@ -147,6 +168,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 			sh.stoppedAt = now
 		}
 	}
+	// draining already (StopFiring came first): the same release again.
 	s.checkIdle(sh)
 	return drainReply{rel: Released{StoppedAt: sh.stoppedAt, Token: sh.g.Token, Handed: sh.handed}, sh: sh}
 }

@@ -113,6 +113,10 @@ func (r *recorder) Acquired(g scheduler.Grant) {
 	r.grants[g.Shard] = rec
 }
 
+func (r *recorder) StopFiring(shard int) scheduler.Released {
+	return scheduler.Released{StoppedAt: time.Now()}
+}
+
 func (r *recorder) Drain(ctx context.Context, shard int) scheduler.Released {
 	r.mu.Lock()
 	rec := r.grants[shard]

@@ -32,6 +32,10 @@ type Handler interface {
 	// after Acquired returned for the shard's Grant, once per Grant, and
 	// never when the Grant was lost (its Lost context is its stop signal).
 	Drain(ctx context.Context, shard int) scheduler.Released
+	// StopFiring stops firing shard at once and returns what Drain will
+	// return, without waiting for its runs; Drain follows it. Called
+	// under the same conditions as Drain.
+	StopFiring(shard int) scheduler.Released
 }
 
 // Manager keeps this node's share of the shards. Build it with New, run it

@@ -333,6 +333,19 @@ func (l *loop) releaseEnded(r releaseDone) {
 // ended at once by the session's loss.
 func (l *loop) drain(h *holding) {
 	ctx, cancel := context.WithTimeout(l.lostCtx, l.m.cfg.DrainTimeout)
+	// The marker goes to etcd as soon as firing stops, beside the drain:
+	// should the release not land (a leave out of time, a session lost
+	// while draining), the successor still finds it when the lease ends.
+	if early := l.m.h.StopFiring(h.tok.Shard); !early.StoppedAt.IsZero() {
+		sess := l.sess
+		l.wg.Go(func() {
+			mctx, mcancel := context.WithTimeout(ctx, sess.TTL()/3)
+			defer mcancel()
+			if err := sess.Mark(mctx, lease.Release{Token: h.tok, StoppedAt: early.StoppedAt, Handed: early.Handed}); err != nil {
+				l.m.log.Debug("release marker not written ahead of the release", "shard", h.tok.Shard, "err", err)
+			}
+		})
+	}
 	rel := l.m.h.Drain(ctx, h.tok.Shard)
 	cancel()
 	if rel.StoppedAt.IsZero() {
