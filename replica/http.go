@@ -38,6 +38,7 @@ func (r *Replica) startHTTP(errs chan<- error) *web {
 	if r.cfg.WrapHTTP != nil {
 		root = r.cfg.WrapHTTP(root)
 	}
+	root = crossOrigin(root)
 	// Requests (the event stream above all) end when the server stops.
 	baseCtx, endRequests := context.WithCancel(context.Background())
 	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second,
@@ -57,6 +58,20 @@ func (r *Replica) startHTTP(errs chan<- error) *web {
 	})
 	r.log.Info("http serving /healthz; the rest once etcd answers", "addr", w.addr)
 	return w
+}
+
+// crossOrigin refuses every unsafe request (POST and the like) that a
+// browser marks as coming from another origin (Sec-Fetch-Site, or an
+// Origin that is not the Host), whatever its credentials: a page the
+// operator happens to visit cannot make the browser trigger, suspend or
+// drain. Requests from scripts and the CLI carry neither header and pass.
+func crossOrigin(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Forbidden: a cross-origin write (a page of another site asked the browser to send it); "+
+			"send writes from a script or the CLI with Authorization: Bearer TOKEN", http.StatusForbidden)
+	}))
+	return p.Handler(next)
 }
 
 // dashboard is the handler of every path once the replica is wired.
