@@ -132,14 +132,15 @@ func newMux(cfg Config) (*routeMux, error) {
 		mux.HandleFunc("GET /api/v1/jobs/{name}/runs", runsHandler(cfg.Runs))
 	}
 	if cfg.Changes != nil {
-		mux.Handle("GET /api/v1/events", &events{state: cfg.State, feed: cfg.Changes})
+		mux.Handle("GET /api/v1/events", newEvents(cfg.State, cfg.Changes))
 	}
+	slots := operateSlots(make(chan struct{}, MaxOperate))
 	if cfg.Suspend != nil {
-		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", suspendHandler(cfg.Suspend, true))
-		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", suspendHandler(cfg.Suspend, false))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", slots.bound(suspendHandler(cfg.Suspend, true)))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", slots.bound(suspendHandler(cfg.Suspend, false)))
 	}
 	if cfg.Trigger != nil {
-		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", triggerHandler(cfg.Trigger))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", slots.bound(triggerHandler(cfg.Trigger)))
 	}
 	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /{$}", servePage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -30,6 +31,30 @@ func suspendHandler(fn SuspendFunc, suspend bool) http.HandlerFunc {
 			return
 		}
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// MaxOperate caps the operator actions (trigger, suspend, resume) one
+// replica serves at once, a trigger's ?wait= included: each writes to and
+// reads from etcd, which the whole cluster shares.
+const MaxOperate = 16
+
+// operateSlots holds one token per operator action in progress.
+type operateSlots chan struct{}
+
+// bound serves h while a slot is free, and 503 with Retry-After when none
+// is: an action is refused at once rather than queued behind the others.
+func (s operateSlots) bound(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s <- struct{}{}:
+			defer func() { <-s }()
+			h(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+				"error": fmt.Sprintf("too many operator actions in progress (%d); retry later", MaxOperate)})
+		}
 	}
 }
 

@@ -41,11 +41,12 @@ func (r *Replica) startHTTP(errs chan<- error) *web {
 	root = crossOrigin(root)
 	// Requests (the event stream above all) end when the server stops.
 	baseCtx, endRequests := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	conns := newConnLimit(r.cfg.Listener, MaxConns)
+	srv := newServer(root, conns)
+	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := srv.Serve(r.cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("http: %w", err)
 		}
 	})
