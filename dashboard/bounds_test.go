@@ -164,3 +164,34 @@ func TestOperateBounded(t *testing.T) {
 		t.Errorf("after the others finished: %d", rec.Code)
 	}
 }
+
+// TestWaitOutlivesServerTimeouts: a trigger's ?wait= answers after the
+// outcome, behind a server whose read and write timeouts are far shorter.
+func TestWaitOutlivesServerTimeouts(t *testing.T) {
+	const outcomeAfter = 400 * time.Millisecond
+	h, err := New(boundedConfig(func() any { return nil }, nil, func(ctx context.Context, job, _ string, wait time.Duration) (any, error) {
+		slow := time.NewTimer(outcomeAfter) // the run takes this long
+		defer slow.Stop()
+		select {
+		case <-slow.C:
+			return map[string]string{"job": job, "status": "succeeded"}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	resp, err := srv.Client().Post(srv.URL+"/api/v1/jobs/slow/trigger?wait=5s", "", nil)
+	if err != nil {
+		t.Fatalf("?wait= past the server's timeouts: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("?wait= past the server's timeouts: %d", resp.StatusCode)
+	}
+}
