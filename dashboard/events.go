@@ -39,13 +39,14 @@ const (
 )
 
 type events struct {
-	state *snapshot
-	feed  Feed
-	slots chan struct{} // one token per stream served; cap MaxSubscribers
+	state   *snapshot
+	feed    Feed
+	slots   chan struct{} // one token per stream served; cap MaxSubscribers
+	refused func()        // told of a stream refused
 }
 
-func newEvents(state func() any, feed Feed) *events {
-	return &events{state: &snapshot{render: state}, feed: feed, slots: make(chan struct{}, MaxSubscribers)}
+func newEvents(state func() any, feed Feed, refused func()) *events {
+	return &events{state: &snapshot{render: state}, feed: feed, slots: make(chan struct{}, MaxSubscribers), refused: refused}
 }
 
 // snapshot is the state's JSON, shared by every stream. Safe for
@@ -77,6 +78,7 @@ func (e *events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case e.slots <- struct{}{}:
 		defer func() { <-e.slots }()
 	default:
+		e.refused()
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, fmt.Sprintf("too many event streams (%d); retry later or poll /api/v1/state", MaxSubscribers), http.StatusServiceUnavailable)
 		return

@@ -39,18 +39,28 @@ func suspendHandler(fn SuspendFunc, suspend bool) http.HandlerFunc {
 // reads from etcd, which the whole cluster shares.
 const MaxOperate = 16
 
+// Reasons a bound refuses a request, told to Config.Refused.
+const (
+	RefusedStream  = "event_stream"
+	RefusedOperate = "operator_action"
+)
+
 // operateSlots holds one token per operator action in progress.
-type operateSlots chan struct{}
+type operateSlots struct {
+	slots   chan struct{}
+	refused func()
+}
 
 // bound serves h while a slot is free, and 503 with Retry-After when none
 // is: an action is refused at once rather than queued behind the others.
 func (s operateSlots) bound(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case s <- struct{}{}:
-			defer func() { <-s }()
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
 			h(w, r)
 		default:
+			s.refused()
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{
 				"error": fmt.Sprintf("too many operator actions in progress (%d); retry later", MaxOperate)})

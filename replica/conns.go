@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardcron/shardcron/dashboard"
 )
 
 // Bounds of the HTTP server against load from outside. The event stream
@@ -28,6 +32,26 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
+// Reasons of shardcron_http_refused_total.
+const (
+	refusedConnection  = "connection"   // closed unanswered: every connection busy
+	refusedCrossOrigin = "cross_origin" // a write a browser marked as cross-origin
+)
+
+// newRefusedCounter counts what the HTTP bounds refuse, by reason: the
+// two above and the dashboard's (event_stream, operator_action).
+func newRefusedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shardcron_http_refused_total",
+		Help: "HTTP connections and requests refused by the server's bounds, by reason: connection (every connection busy), cross_origin (a cross-origin write), event_stream (too many streams), operator_action (too many trigger/suspend/resume at once).",
+	}, []string{"reason"})
+	for _, r := range []string{refusedConnection, refusedCrossOrigin, dashboard.RefusedStream, dashboard.RefusedOperate} {
+		c.WithLabelValues(r)
+	}
+	reg.MustRegister(c)
+	return c
+}
+
 // newServer is the replica's HTTP server over conns, with its timeouts.
 func newServer(h http.Handler, conns *connLimit) *http.Server {
 	return &http.Server{
@@ -45,7 +69,8 @@ func newServer(h http.Handler, conns *connLimit) *http.Server {
 // states by the server's ConnState hook. Safe for concurrent use.
 type connLimit struct {
 	net.Listener
-	max int
+	max     int
+	refused prometheus.Counter // a new connection closed at once
 
 	mu    sync.Mutex
 	conns map[net.Conn]connState // every accepted connection not yet closed
@@ -56,8 +81,8 @@ type connState struct {
 	since time.Time
 }
 
-func newConnLimit(ln net.Listener, max int) *connLimit {
-	return &connLimit{Listener: ln, max: max, conns: make(map[net.Conn]connState, max)}
+func newConnLimit(ln net.Listener, max int, refused prometheus.Counter) *connLimit {
+	return &connLimit{Listener: ln, max: max, refused: refused, conns: make(map[net.Conn]connState, max)}
 }
 
 // Accept returns the next connection, making room for it at the cap.
@@ -85,6 +110,7 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		if !full {
 			return c, nil
 		}
+		l.refused.Inc()
 		c.Close()
 	}
 }

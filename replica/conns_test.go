@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestConnLimit: at the cap, a new connection takes the place of the one
@@ -22,7 +25,8 @@ func TestConnLimit(t *testing.T) {
 	}
 	release := make(chan struct{})
 	busy := make(chan struct{}, max)
-	conns := newConnLimit(ln, max)
+	refused := prometheus.NewCounter(prometheus.CounterOpts{Name: "refused"})
+	conns := newConnLimit(ln, max, refused)
 	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/busy" {
 			busy <- struct{}{}
@@ -73,6 +77,9 @@ func TestConnLimit(t *testing.T) {
 	}
 	if status, err := get(dial(), "/"); err == nil {
 		t.Errorf("a connection beyond %d busy ones was answered: %q", max, status)
+	}
+	if n := testutil.ToFloat64(refused); n != 1 {
+		t.Errorf("refused connections counted: %v, want 1", n)
 	}
 	close(release)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -47,8 +48,12 @@ func (req siteRequest) send(t *testing.T, addr string) (int, string) {
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()
-	// The event stream never ends: its first bytes are enough.
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		// The stream never ends: its first line is enough.
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		return resp.StatusCode, line
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, string(b)
 }
 
@@ -108,6 +113,9 @@ func TestCrossSiteWritesRefused(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
 		}
+	}
+	if code, metrics := (siteRequest{method: "GET", path: "/metrics"}).send(t, addr); code != 200 || !strings.Contains(metrics, `shardcron_http_refused_total{reason="cross_origin"} 3`) {
+		t.Errorf("/metrics does not count the 3 cross-origin writes refused:\n%s", metrics)
 	}
 	if !srv.log.Contains("job triggered over HTTP") {
 		t.Error("the bearer-token triggers left no log line")

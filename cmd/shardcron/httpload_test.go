@@ -111,6 +111,10 @@ func TestHTTPFloodBounded(t *testing.T) {
 			t.Fatalf("/readyz under load: %q", got)
 		}
 	}
+	metrics := httpGet(t, addr, "/metrics")
+	if want := fmt.Sprintf(`shardcron_http_refused_total{reason="event_stream"} %d`, refused); !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
 	if n := openFDs(t, srv.cmd.Process.Pid); n > replica.MaxConns+64 {
 		t.Errorf("the replica holds %d open files with %d connections open against it; want at most %d + 64", n, len(conns), replica.MaxConns)
 	}
