@@ -95,14 +95,7 @@ func TestEventStreamsCappedAndShareOneSnapshot(t *testing.T) {
 // timeouts are far shorter than the stream, the stream keeps delivering.
 func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	f := newFakeFeed()
-	h, err := New(boundedConfig(func() any { return "s" }, f.feed, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
-	srv.Start()
-	defer srv.Close()
+	srv := shortTimeouts(t, boundedConfig(func() any { return "s" }, f.feed, nil))
 	resp, err := srv.Client().Get(srv.URL + "/api/v1/events")
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +162,7 @@ func TestOperateBounded(t *testing.T) {
 // outcome, behind a server whose read and write timeouts are far shorter.
 func TestWaitOutlivesServerTimeouts(t *testing.T) {
 	const outcomeAfter = 400 * time.Millisecond
-	h, err := New(boundedConfig(func() any { return nil }, nil, func(ctx context.Context, job, _ string, wait time.Duration) (any, error) {
+	srv := shortTimeouts(t, boundedConfig(func() any { return nil }, nil, func(ctx context.Context, job, _ string, wait time.Duration) (any, error) {
 		slow := time.NewTimer(outcomeAfter) // the run takes this long
 		defer slow.Stop()
 		select {
@@ -179,13 +172,6 @@ func TestWaitOutlivesServerTimeouts(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
-	srv.Start()
-	defer srv.Close()
 	resp, err := srv.Client().Post(srv.URL+"/api/v1/jobs/slow/trigger?wait=5s", "", nil)
 	if err != nil {
 		t.Fatalf("?wait= past the server's timeouts: %v", err)
@@ -194,4 +180,19 @@ func TestWaitOutlivesServerTimeouts(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("?wait= past the server's timeouts: %d", resp.StatusCode)
 	}
+}
+
+// shortTimeouts serves cfg's handler behind a server whose read and write
+// timeouts are 100 ms, closed at the end of the test.
+func shortTimeouts(t *testing.T, cfg Config) *httptest.Server {
+	t.Helper()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
 }
