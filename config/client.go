@@ -31,6 +31,9 @@ type Etcd struct {
 	CACert, Cert, Key string
 	// Username and Password authenticate to etcd, both or neither.
 	Username, Password string
+	// CleartextPassword allows sending the password without TLS to an
+	// endpoint beyond loopback, which Validate refuses otherwise.
+	CleartextPassword bool
 }
 
 // Client returns the Shared settings of n.
@@ -39,6 +42,7 @@ func (n Node) Client() Client {
 		Endpoints: n.EtcdEndpoints,
 		CACert:    n.EtcdCACert, Cert: n.EtcdCert, Key: n.EtcdKey,
 		Username: n.EtcdUsername, Password: n.EtcdPassword,
+		CleartextPassword: n.EtcdCleartextPassword,
 	}}
 }
 
@@ -71,6 +75,37 @@ func (c Client) check(bad func(key, format string, args ...any)) {
 	}
 	pair(bad, "etcd_cert", c.Etcd.Cert, "etcd_key", c.Etcd.Key)
 	pair(bad, "etcd_username", c.Etcd.Username, "etcd_password", c.Etcd.Password)
+	c.Etcd.checkTransport(bad)
+}
+
+// checkTransport refuses TLS files with an endpoint the etcd client dials
+// in clear (it drops the credentials for http:// and unix:// without a
+// word, so the files would protect nothing), and a password that would
+// cross the network in clear unless CleartextPassword says so.
+func (e Etcd) checkTransport(bad func(key, format string, args ...any)) {
+	tlsKey := ""
+	for _, kv := range [][2]string{{"etcd_cacert", e.CACert}, {"etcd_cert", e.Cert}, {"etcd_key", e.Key}} {
+		if kv[1] != "" {
+			tlsKey = kv[0]
+			break
+		}
+	}
+	for _, ep := range e.Endpoints {
+		scheme, host, ok := strings.Cut(ep, "://")
+		if !ok {
+			scheme, host = "", ep
+		}
+		plain := scheme == "http" || scheme == "unix"
+		if tlsKey != "" && plain {
+			bad(tlsKey, "%s is set but the etcd endpoint %q is %s://, which the etcd client dials without TLS, ignoring every TLS file: write the endpoint as https://", tlsKey, ep, scheme)
+			return
+		}
+		clear := scheme == "http" || scheme == "" && tlsKey == ""
+		if e.Password != "" && clear && !e.CleartextPassword && !IsLoopback(host) {
+			bad("etcd_endpoints", "%q: the etcd password would cross the network in clear: use https:// (with --etcd-cacert), or accept it with --etcd-cleartext-password (SHARDCRON_ETCD_CLEARTEXT_PASSWORD=true)", ep)
+			return
+		}
+	}
 }
 
 // pair reports settings a and b (values av, bv) set one without the other,

@@ -15,7 +15,7 @@ import (
 // accepted whole while its server-only settings are ignored, as are
 // server-only variables.
 func TestResolveClientPrecedence(t *testing.T) {
-	file := writeFile(t, "cluster: from-file\netcd_endpoints: [http://file:2379]\netcd_username: file-user\netcd_password: file-pw\nlease_ttl: 20s\nshards: 256\n")
+	file := writeFile(t, "cluster: from-file\netcd_endpoints: [https://file:2379]\netcd_username: file-user\netcd_password: file-pw\nlease_ttl: 20s\nshards: 256\n")
 	tests := []struct {
 		name  string
 		flags []string
@@ -25,15 +25,15 @@ func TestResolveClientPrecedence(t *testing.T) {
 		{"default cluster, endpoints from flag", []string{"--etcd-endpoints", "http://flag:2379"}, nil,
 			Client{Cluster: DefaultCluster, Etcd: Etcd{Endpoints: []string{"http://flag:2379"}}}},
 		{"file over default", []string{"--config", file}, nil,
-			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"http://file:2379"}, Username: "file-user", Password: "file-pw"}}},
-		{"env over file", []string{"--config", file}, map[string]string{"SHARDCRON_CLUSTER": "from-env", "SHARDCRON_ETCD_ENDPOINTS": "http://e1:2379, http://e2:2379"},
-			Client{Cluster: "from-env", Etcd: Etcd{Endpoints: []string{"http://e1:2379", "http://e2:2379"}, Username: "file-user", Password: "file-pw"}}},
+			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"https://file:2379"}, Username: "file-user", Password: "file-pw"}}},
+		{"env over file", []string{"--config", file}, map[string]string{"SHARDCRON_CLUSTER": "from-env", "SHARDCRON_ETCD_ENDPOINTS": "https://e1:2379, https://e2:2379"},
+			Client{Cluster: "from-env", Etcd: Etcd{Endpoints: []string{"https://e1:2379", "https://e2:2379"}, Username: "file-user", Password: "file-pw"}}},
 		{"flag over env", []string{"--config", file, "--cluster", "from-flag"}, map[string]string{"SHARDCRON_CLUSTER": "from-env"},
-			Client{Cluster: "from-flag", Etcd: Etcd{Endpoints: []string{"http://file:2379"}, Username: "file-user", Password: "file-pw"}}},
+			Client{Cluster: "from-flag", Etcd: Etcd{Endpoints: []string{"https://file:2379"}, Username: "file-user", Password: "file-pw"}}},
 		{"empty variable is unset", []string{"--config", file}, map[string]string{"SHARDCRON_CLUSTER": "", "SHARDCRON_ETCD_ENDPOINTS": "", "SHARDCRON_ETCD_PASSWORD": ""},
-			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"http://file:2379"}, Username: "file-user", Password: "file-pw"}}},
+			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"https://file:2379"}, Username: "file-user", Password: "file-pw"}}},
 		{"config from env; server-only variables ignored", nil, map[string]string{"SHARDCRON_CONFIG": file, "SHARDCRON_LEASE_TTL": "not a duration", "SHARDCRON_SHARDS": "x"},
-			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"http://file:2379"}, Username: "file-user", Password: "file-pw"}}},
+			Client{Cluster: "from-file", Etcd: Etcd{Endpoints: []string{"https://file:2379"}, Username: "file-user", Password: "file-pw"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestResolveClientPrecedence(t *testing.T) {
 // TestServerAndClientAgree: for the Shared settings, server and a client
 // command given the same flags, environment and file resolve the same thing.
 func TestServerAndClientAgree(t *testing.T) {
-	file := writeFile(t, "cluster: from-file\netcd_endpoints: http://file:2379\netcd_cacert: /ca.pem\n")
+	file := writeFile(t, "cluster: from-file\netcd_endpoints: https://file:2379\netcd_cacert: /ca.pem\n")
 	env := map[string]string{"SHARDCRON_CONFIG": file, "SHARDCRON_ETCD_USERNAME": "u", "SHARDCRON_ETCD_PASSWORD": "p", "SHARDCRON_CLUSTER": ""}
 	flags := []string{"--etcd-cert", "/c.pem", "--etcd-key", "/k.pem"}
 	server := pflag.NewFlagSet("server", pflag.ContinueOnError)
@@ -129,9 +129,9 @@ func TestClientFlagsAreTheSharedSettings(t *testing.T) {
 func TestEtcdPasswordFile(t *testing.T) {
 	const secret = "s3cret-marker-0412"
 	pwFile := writeFile(t, secret+"\r\nignored second line\n")
-	settings := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password: file-level\n")
-	settingsWithFile := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password_file: "+pwFile+"\n")
-	both := writeFile(t, "etcd_endpoints: http://x:1\netcd_username: u\netcd_password: a\netcd_password_file: "+pwFile+"\n")
+	settings := writeFile(t, "etcd_endpoints: https://x:1\netcd_username: u\netcd_password: file-level\n")
+	settingsWithFile := writeFile(t, "etcd_endpoints: https://x:1\netcd_username: u\netcd_password_file: "+pwFile+"\n")
+	both := writeFile(t, "etcd_endpoints: https://x:1\netcd_username: u\netcd_password: a\netcd_password_file: "+pwFile+"\n")
 	emptyPw := writeFile(t, "\nsecond\n")
 	tests := []struct {
 		name    string
@@ -140,8 +140,8 @@ func TestEtcdPasswordFile(t *testing.T) {
 		want    string // password, or
 		wantErr string
 	}{
-		{"flag", []string{"--etcd-endpoints", "http://x:1", "--etcd-username", "u", "--etcd-password-file", pwFile}, nil, secret, ""},
-		{"env _FILE", []string{"--etcd-endpoints", "http://x:1"}, map[string]string{"SHARDCRON_ETCD_USERNAME": "u", "SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, secret, ""},
+		{"flag", []string{"--etcd-endpoints", "https://x:1", "--etcd-username", "u", "--etcd-password-file", pwFile}, nil, secret, ""},
+		{"env _FILE", []string{"--etcd-endpoints", "https://x:1"}, map[string]string{"SHARDCRON_ETCD_USERNAME": "u", "SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, secret, ""},
 		{"config file", []string{"--config", settingsWithFile}, nil, secret, ""},
 		{"env file over config password", []string{"--config", settings}, map[string]string{"SHARDCRON_ETCD_PASSWORD_FILE": pwFile}, secret, ""},
 		{"env password over config file", []string{"--config", settingsWithFile}, map[string]string{"SHARDCRON_ETCD_PASSWORD": "from-env"}, "from-env", ""},
@@ -174,5 +174,41 @@ func TestEtcdPasswordFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEtcdTransportRefusals: TLS files with an endpoint the etcd client
+// dials in clear (http://, unix://) are refused, naming the TLS setting:
+// the client drops the credentials for that scheme without a word. A
+// password that would cross the network in clear (no TLS, an endpoint
+// beyond loopback) is refused unless etcd_cleartext_password says so.
+func TestEtcdTransportRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		etcd Etcd
+		want string // the field named; "" accepts
+	}{
+		{"TLS files with https", Etcd{Endpoints: []string{"https://etcd:2379"}, CACert: "/ca", Cert: "/c", Key: "/k"}, ""},
+		{"TLS files with host:port", Etcd{Endpoints: []string{"etcd:2379"}, CACert: "/ca"}, ""},
+		{"CA with http", Etcd{Endpoints: []string{"https://etcd-0:2379", "http://etcd-1:2379"}, CACert: "/ca"}, "etcd_cacert"},
+		{"client cert with http on loopback", Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, Cert: "/c", Key: "/k"}, "etcd_cert"},
+		{"client cert with unix", Etcd{Endpoints: []string{"unix://etcd.sock"}, Cert: "/c", Key: "/k"}, "etcd_cert"},
+		{"password over http beyond loopback", Etcd{Endpoints: []string{"http://etcd:2379"}, Username: "u", Password: "p"}, "etcd_endpoints"},
+		{"password to host:port without TLS", Etcd{Endpoints: []string{"10.0.0.5:2379"}, Username: "u", Password: "p"}, "etcd_endpoints"},
+		{"password over http, allowed", Etcd{Endpoints: []string{"http://etcd:2379"}, Username: "u", Password: "p", CleartextPassword: true}, ""},
+		{"password over http on loopback", Etcd{Endpoints: []string{"http://127.0.0.1:2379", "http://localhost:2379", "http://[::1]:2379"}, Username: "u", Password: "p"}, ""},
+		{"password over unix", Etcd{Endpoints: []string{"unix://etcd.sock"}, Username: "u", Password: "p"}, ""},
+		{"password over https", Etcd{Endpoints: []string{"https://etcd:2379"}, Username: "u", Password: "p"}, ""},
+		{"password to host:port with TLS", Etcd{Endpoints: []string{"etcd:2379"}, CACert: "/ca", Username: "u", Password: "p"}, ""},
+	}
+	for _, tc := range tests {
+		err := Client{Cluster: "c", Etcd: tc.etcd}.Validate()
+		var errs Errors
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (!errors.As(err, &errs) || len(errs) != 1 || errs[0].Field != tc.want):
+			t.Errorf("%s: %v, want one error naming %s", tc.name, err, tc.want)
+		}
 	}
 }

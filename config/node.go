@@ -100,6 +100,9 @@ type Node struct {
 	// overrides etcd_password from a lower level; both at one level is an
 	// error.
 	EtcdPasswordFile string `yaml:"etcd_password_file"`
+	// EtcdCleartextPassword allows sending the etcd password without TLS
+	// to an endpoint beyond loopback; refused otherwise.
+	EtcdCleartextPassword bool `yaml:"etcd_cleartext_password"`
 	// HTTPTLSCert and HTTPTLSKey serve HTTPAddr over TLS (both or neither).
 	HTTPTLSCert string `yaml:"http_tls_cert"`
 	HTTPTLSKey  string `yaml:"http_tls_key"`

@@ -78,8 +78,9 @@ func TestResolveNodePrecedence(t *testing.T) {
 		{"every kind from env", []string{"--embedded-etcd=false"}, map[string]string{
 			"SHARDCRON_NODE_ID": "node-7", "SHARDCRON_ETCD_ENDPOINTS": "etcd:2379", "SHARDCRON_EMBEDDED_ETCD": "true",
 			"SHARDCRON_MAX_CONCURRENT_RUNS": "5", "SHARDCRON_DRAIN_TIMEOUT": "3s", "SHARDCRON_ETCD_USERNAME": "u", "SHARDCRON_ETCD_PASSWORD": "p",
+			"SHARDCRON_ETCD_CLEARTEXT_PASSWORD": "true",
 		}, func(t *testing.T, n Node) {
-			if n.NodeID != "node-7" || n.EmbeddedEtcd || n.MaxConcurrentRuns != 5 || n.DrainTimeout.D() != 3*time.Second || n.EtcdPassword != "p" {
+			if n.NodeID != "node-7" || n.EmbeddedEtcd || n.MaxConcurrentRuns != 5 || n.DrainTimeout.D() != 3*time.Second || n.EtcdPassword != "p" || !n.EtcdCleartextPassword {
 				t.Fatalf("%+v", n)
 			}
 		}},
@@ -268,7 +269,7 @@ exec_env_allow: [LANG, LC_*]
 	}
 	want := Node{"prod", "node-1", []string{"https://etcd-0:2379", "https://etcd-1:2379"}, false, "/var/lib/shardcron", "0.0.0.0:9090",
 		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
-		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "",
+		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "", false,
 		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
 		false, []string{"/usr/local/bin/", "/usr/bin/true"},
 		[]string{"127.0.0.0/8", "::1"}, []string{"169.254.169.254"}, []string{"LANG", "LC_*"}}

@@ -66,6 +66,7 @@ var nodeSettings = []setting{
 	{"etcd_username", "etcd user", func(n *Node) any { return &n.EtcdUsername }, Shared},
 	{"etcd_password", "etcd password; prefer --etcd-password-file (flags and environments show in ps and manifests)", func(n *Node) any { return &n.EtcdPassword }, Shared},
 	{"etcd_password_file", "file whose first line is the etcd password", func(n *Node) any { return &n.EtcdPasswordFile }, Shared},
+	{"etcd_cleartext_password", "allow sending the etcd password without TLS to an endpoint beyond loopback", func(n *Node) any { return &n.EtcdCleartextPassword }, Shared},
 	{"http_tls_cert", "certificate (PEM, chain first) to serve HTTP over TLS", func(n *Node) any { return &n.HTTPTLSCert }, ServerOnly},
 	{"http_tls_key", "key of --http-tls-cert", func(n *Node) any { return &n.HTTPTLSKey }, ServerOnly},
 	{"http_read_tokens_file", "file of bearer tokens (one a line) that may read the page and API", func(n *Node) any { return &n.HTTPReadTokensFile }, ServerOnly},

@@ -64,15 +64,23 @@ type TriggerResult struct {
 // not suspended, then writes the request (nothing else). by says who asks,
 // for history and logs.
 func Trigger(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, by string) (Triggered, error) {
-	meta, err := shard.ReadMeta(ctx, cli, ks)
-	if err != nil {
-		return Triggered{}, err
-	}
 	set, err := jobstore.LoadEffective(ctx, cli, ks)
 	if err != nil {
 		return Triggered{}, err
 	}
+	return TriggerIn(ctx, cli, ks, set, job, by)
+}
+
+// TriggerIn is Trigger checked against set, an effective job set the
+// caller keeps current (a replica's own, from its watch), so that a
+// request costs no read of the whole job set. A job applied a moment ago
+// may not be in set yet: ErrNoJob, retry.
+func TriggerIn(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set config.JobSet, job, by string) (Triggered, error) {
 	if err := triggerable(set, job); err != nil {
+		return Triggered{}, err
+	}
+	meta, err := shard.ReadMeta(ctx, cli, ks)
+	if err != nil {
 		return Triggered{}, err
 	}
 	id, err := newID()
@@ -183,6 +191,18 @@ func newID() (string, error) {
 // the API's `?wait=` do.
 func TriggerAndWait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, by string, wait time.Duration) (TriggerResult, error) {
 	t, err := Trigger(ctx, cli, ks, job, by)
+	return waitFor(ctx, cli, ks, t, err, wait)
+}
+
+// TriggerInAndWait is TriggerIn and, when wait > 0, Wait: what the API's
+// `?wait=` does, against the replica's own job set.
+func TriggerInAndWait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set config.JobSet, job, by string, wait time.Duration) (TriggerResult, error) {
+	t, err := TriggerIn(ctx, cli, ks, set, job, by)
+	return waitFor(ctx, cli, ks, t, err, wait)
+}
+
+// waitFor waits up to wait for the outcome of t, written with err.
+func waitFor(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, t Triggered, err error, wait time.Duration) (TriggerResult, error) {
 	res := TriggerResult{Triggered: t}
 	if err != nil || wait <= 0 {
 		return res, err

@@ -34,6 +34,9 @@ type Config struct {
 	// Trigger serves POST /api/v1/jobs/{name}/trigger (trigger.go); nil
 	// serves 404.
 	Trigger TriggerFunc
+	// Refused, when set, is told of every request a bound refused, by
+	// reason (RefusedStream, RefusedOperate). It must not block.
+	Refused func(reason string)
 }
 
 // Feed returns the ownership changes recorded after seq, oldest first, the
@@ -132,18 +135,27 @@ func newMux(cfg Config) (*routeMux, error) {
 		mux.HandleFunc("GET /api/v1/jobs/{name}/runs", runsHandler(cfg.Runs))
 	}
 	if cfg.Changes != nil {
-		mux.Handle("GET /api/v1/events", &events{state: cfg.State, feed: cfg.Changes})
+		mux.Handle("GET /api/v1/events", newEvents(cfg.State, cfg.Changes, refused(cfg.Refused, RefusedStream)))
 	}
+	slots := operateSlots{slots: make(chan struct{}, MaxOperate), refused: refused(cfg.Refused, RefusedOperate)}
 	if cfg.Suspend != nil {
-		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", suspendHandler(cfg.Suspend, true))
-		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", suspendHandler(cfg.Suspend, false))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/suspend", slots.bound(suspendHandler(cfg.Suspend, true)))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/resume", slots.bound(suspendHandler(cfg.Suspend, false)))
 	}
 	if cfg.Trigger != nil {
-		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", triggerHandler(cfg.Trigger))
+		mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", slots.bound(triggerHandler(cfg.Trigger)))
 	}
 	mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /{$}", servePage)
 	return mux, nil
+}
+
+// refused is fn bound to reason, or a no-op when fn is nil.
+func refused(fn func(string), reason string) func() {
+	if fn == nil {
+		return func() {}
+	}
+	return func() { fn(reason) }
 }
 
 // jobsQuery reads ?offset=&limit=&q=&shard= with bounds.

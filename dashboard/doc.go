@@ -20,4 +20,11 @@
 //
 // /healthz says the process is alive and never depends on etcd; /readyz says
 // the replica's lease is valid and its claims succeed.
+//
+// Bounds against load from outside: at most MaxSubscribers event streams,
+// sharing one rendering of the state, and at most MaxOperate operator
+// actions at once (a trigger's wait included); beyond either, 503 with
+// Retry-After, never a queue. The stream and a trigger's ?wait= set their
+// own connection deadlines (http.ResponseController), so the server's read
+// and write timeouts can stay short for every other request.
 package dashboard

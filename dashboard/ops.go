@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -30,6 +31,40 @@ func suspendHandler(fn SuspendFunc, suspend bool) http.HandlerFunc {
 			return
 		}
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// MaxOperate caps the operator actions (trigger, suspend, resume) one
+// replica serves at once, a trigger's ?wait= included: each writes to and
+// reads from etcd, which the whole cluster shares.
+const MaxOperate = 16
+
+// Reasons a bound refuses a request, told to Config.Refused.
+const (
+	RefusedStream  = "event_stream"
+	RefusedOperate = "operator_action"
+)
+
+// operateSlots holds one token per operator action in progress.
+type operateSlots struct {
+	slots   chan struct{}
+	refused func()
+}
+
+// bound serves h while a slot is free, and 503 with Retry-After when none
+// is: an action is refused at once rather than queued behind the others.
+func (s operateSlots) bound(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+			h(w, r)
+		default:
+			s.refused()
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+				"error": fmt.Sprintf("too many operator actions in progress (%d); retry later", MaxOperate)})
+		}
 	}
 }
 

@@ -26,6 +26,8 @@ type TriggerFunc func(ctx context.Context, job, by string, wait time.Duration) (
 const (
 	DefaultTriggerWait = time.Minute
 	MaxTriggerWait     = 10 * time.Minute
+	// waitSlack is the time beyond the wait to write the answer.
+	waitSlack = 30 * time.Second
 )
 
 // triggerHandler serves POST /api/v1/jobs/{name}/trigger: 202 with the
@@ -47,6 +49,13 @@ func triggerHandler(trigger TriggerFunc) http.HandlerFunc {
 				return
 			}
 			wait = d
+		}
+		if wait > 0 {
+			// The answer comes after the wait: the server's read and
+			// write timeouts are for ordinary requests.
+			rc, until := http.NewResponseController(w), time.Now().Add(wait+waitSlack)
+			_ = rc.SetReadDeadline(until)
+			_ = rc.SetWriteDeadline(until)
 		}
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {

@@ -6,12 +6,20 @@
 // method and path alone (Required), so an endpoint added without thought is
 // guarded by default, never open by default.
 //
-// A token is presented as `Authorization: Bearer TOKEN`, or as the password
-// of HTTP Basic auth (any user name), which is what a browser sends after
-// its login prompt: the page and the API calls it makes then work without
-// the page knowing about tokens. /healthz, /readyz and /metrics may be left
-// open (the default; probes and scrapers often carry no credentials) or
-// protected like the rest.
+// A token is presented as `Authorization: Bearer TOKEN`; a read may also
+// present it as the password of HTTP Basic auth (any user name), which is
+// what a browser sends after its login prompt: the page and the reads it
+// makes then work without the page knowing about tokens. A write needs the
+// bearer header: a browser replays Basic credentials by itself, whichever
+// page asked, so they would let any site the operator visits write.
+// (The replica also refuses every cross-origin write a browser marks as
+// such, whatever its credentials; see package replica.) /healthz, /readyz
+// and /metrics may be left open (the default; probes and scrapers often
+// carry no credentials) or protected like the rest.
+//
+// HostCheck guards a listener without tokens against DNS rebinding: it
+// answers only Host names no other site can point at it (localhost, IP
+// addresses, its own name).
 //
 // Guarantees: tokens are compared in constant time (the comparison's time
 // does not depend on where a guess first differs, nor on which configured

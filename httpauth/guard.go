@@ -127,7 +127,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		presented, ok := credential(r)
+		presented, ok := credential(r, need)
 		if !ok {
 			g.refuse(w, r, need, "missing", http.StatusUnauthorized)
 			return
@@ -143,15 +143,18 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// credential is the token of a Bearer or Basic (password) Authorization
-// header.
-func credential(r *http.Request) (string, bool) {
+// credential is the token of a Bearer Authorization header, or for a read
+// the password of a Basic one. A browser replays Basic credentials by
+// itself on every request to the origin, whichever page started it, so
+// they never authorize a write: a write carries its bearer token
+// explicitly.
+func credential(r *http.Request, need Role) (string, bool) {
 	h := r.Header.Get("Authorization")
 	if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
 		tok = strings.TrimSpace(tok)
 		return tok, tok != ""
 	}
-	if _, pw, ok := r.BasicAuth(); ok && pw != "" {
+	if _, pw, ok := r.BasicAuth(); ok && pw != "" && need <= Read {
 		return pw, true
 	}
 	return "", false
@@ -182,7 +185,11 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, need Role, reason
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shardcron"`)
 		}
 	}
-	http.Error(w, fmt.Sprintf("%s: this request needs a token with the %s role", http.StatusText(status), need), status)
+	msg := fmt.Sprintf("%s: this request needs a token with the %s role", http.StatusText(status), need)
+	if need == Operate {
+		msg += " (Authorization: Bearer TOKEN; Basic credentials never authorize a write)"
+	}
+	http.Error(w, msg, status)
 }
 
 // logRefusal logs at most one refusal a second, so that a flood of guesses

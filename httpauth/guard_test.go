@@ -79,6 +79,15 @@ func TestRolesByMethodAndPath(t *testing.T) {
 	if rec.Code != http.StatusTeapot {
 		t.Errorf("Basic auth with a read token: %d", rec.Code)
 	}
+	// A browser replays Basic credentials by itself, from any page: they
+	// never authorize a write, even with an operate token.
+	req = httptest.NewRequest("POST", "/api/v1/jobs/a/trigger", nil)
+	req.SetBasicAuth("anyone", operateTok)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Bearer") {
+		t.Errorf("Basic auth with an operate token on a write: %d %s", rec.Code, rec.Body)
+	}
 	// The page asks a browser for its login prompt, the API for a bearer token.
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -46,4 +46,11 @@
 // Manager's fatal error such as a duplicate node id, the scheduler's, the
 // job watch's, HTTP's); a failed part takes the replica out of the cluster
 // in the same order.
+//
+// The HTTP server is bounded whatever the caller wraps it with (conns.go):
+// read, write and idle timeouts, a header limit, at most MaxConns
+// connections (at the cap the one idle longest makes room), and every
+// write a browser marks as cross-origin refused (http.CrossOriginProtection),
+// whatever its credentials. What the bounds refuse is counted by
+// shardcron_http_refused_total.
 package replica

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -38,13 +39,15 @@ func (r *Replica) startHTTP(errs chan<- error) *web {
 	if r.cfg.WrapHTTP != nil {
 		root = r.cfg.WrapHTTP(root)
 	}
+	root = crossOrigin(root, r.refused.WithLabelValues(refusedCrossOrigin))
 	// Requests (the event stream above all) end when the server stops.
 	baseCtx, endRequests := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	conns := newConnLimit(r.cfg.Listener, MaxConns, r.refused.WithLabelValues(refusedConnection))
+	srv := newServer(root, conns)
+	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := srv.Serve(r.cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("http: %w", err)
 		}
 	})
@@ -59,6 +62,21 @@ func (r *Replica) startHTTP(errs chan<- error) *web {
 	return w
 }
 
+// crossOrigin refuses every unsafe request (POST and the like) that a
+// browser marks as coming from another origin (Sec-Fetch-Site, or an
+// Origin that is not the Host), whatever its credentials: a page the
+// operator happens to visit cannot make the browser trigger, suspend or
+// drain. Requests from scripts and the CLI carry neither header and pass.
+func crossOrigin(next http.Handler, refused prometheus.Counter) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		refused.Inc()
+		http.Error(w, "Forbidden: a cross-origin write (a page of another site asked the browser to send it); "+
+			"send writes from a script or the CLI with Authorization: Bearer TOKEN", http.StatusForbidden)
+	}))
+	return p.Handler(next)
+}
+
 // dashboard is the handler of every path once the replica is wired.
 func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (http.Handler, error) {
 	reg := r.cfg.Registry
@@ -71,6 +89,7 @@ func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (htt
 		Suspend: r.suspendRoute(),
 		Trigger: r.triggerRoute(),
 		Changes: changeFeed(mgr),
+		Refused: func(reason string) { r.refused.WithLabelValues(reason).Inc() },
 	})
 }
 

@@ -18,6 +18,7 @@ type jobSetMetrics struct {
 	version, size, drift prometheus.Gauge
 	bootstrap            []config.Job // nil: no --jobs, no drift
 	current              atomic.Pointer[map[string]*config.Job]
+	set                  atomic.Pointer[config.JobSet] // the newest, whole
 }
 
 func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSetMetrics {
@@ -43,6 +44,7 @@ func (m *jobSetMetrics) follow(next func(config.JobSet)) func(config.JobSet) {
 			byName[set.Jobs[i].Name] = &set.Jobs[i]
 		}
 		m.current.Store(&byName)
+		m.set.Store(&set)
 		m.version.Set(float64(set.Version))
 		m.size.Set(float64(len(set.Jobs)))
 		if m.bootstrap != nil {
@@ -69,4 +71,13 @@ func (m *jobSetMetrics) jobs() map[string]*config.Job {
 		return *p
 	}
 	return nil
+}
+
+// effective returns the newest effective job set seen, and false before
+// the first.
+func (m *jobSetMetrics) effective() (config.JobSet, bool) {
+	if p := m.set.Load(); p != nil {
+		return *p, true
+	}
+	return config.JobSet{}, false
 }

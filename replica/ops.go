@@ -44,6 +44,10 @@ func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) das
 // suspendRoute serves POST /api/v1/jobs/{name}/suspend and /resume.
 func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 	return func(ctx context.Context, name string, suspend bool) (any, error) {
+		// A name the replica's own job set lacks costs etcd nothing.
+		if set, ok := r.jobSet.effective(); ok && r.jobSet.jobs()[name] == nil {
+			return nil, fmt.Errorf("%w: no job %q in the cluster's job set (version %d)", dashboard.ErrNotFound, name, set.Version)
+		}
 		res, err := control.SetSuspended(ctx, r.cli, r.ks, name, suspend, "http")
 		if err != nil {
 			return nil, httpError(err)
@@ -60,7 +64,13 @@ func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 // no outcome within the wait answers 504 with the trigger beside the error.
 func (r *Replica) triggerRoute() dashboard.TriggerFunc {
 	return func(ctx context.Context, name, by string, wait time.Duration) (any, error) {
-		res, err := control.TriggerAndWait(ctx, r.cli, r.ks, name, by, wait)
+		// Checked against the replica's own job set, kept current by its
+		// watch: a trigger reads no job set from etcd.
+		set, ok := r.jobSet.effective()
+		if !ok {
+			return nil, errors.New("replica: no job set read yet; retry")
+		}
+		res, err := control.TriggerInAndWait(ctx, r.cli, r.ks, set, name, by, wait)
 		if errors.Is(err, control.ErrNotPickedUp) || errors.Is(err, control.ErrNoOutcome) {
 			return res, fmt.Errorf("%w: %w", dashboard.ErrTimeout, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/internal/keyspace"
@@ -21,15 +22,16 @@ import (
 // Replica is one replica of a cluster. Build it with New and run it with
 // Run, once; doc.go states the order of its parts.
 type Replica struct {
-	cli    *clientv3.Client
-	cfg    Config
-	ks     keyspace.Space
-	log    *slog.Logger // with the cluster and node keys
-	runner *runner.Runner
-	jobSet *jobSetMetrics
-	first  *firstSet  // no shards before a job set (firstset.go)
-	runs   *runsCache // a stale jobs page's last runs (jobscache.go)
-	ran    atomic.Bool
+	cli     *clientv3.Client
+	cfg     Config
+	ks      keyspace.Space
+	log     *slog.Logger // with the cluster and node keys
+	runner  *runner.Runner
+	jobSet  *jobSetMetrics
+	first   *firstSet              // no shards before a job set (firstset.go)
+	runs    *runsCache             // a stale jobs page's last runs (jobscache.go)
+	refused *prometheus.CounterVec // HTTP requests refused by a bound (conns.go)
+	ran     atomic.Bool
 }
 
 // New checks cfg and builds the replica's parts that need no etcd (the
@@ -55,14 +57,15 @@ func New(cli *clientv3.Client, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	return &Replica{
-		cli:    cli,
-		cfg:    cfg,
-		ks:     keyspace.New(cfg.Cluster),
-		log:    log,
-		runner: run,
-		jobSet: newJobSetMetrics(cfg.Registry, cfg.Jobs),
-		first:  newFirstSet(),
-		runs:   newRunsCache(),
+		cli:     cli,
+		cfg:     cfg,
+		ks:      keyspace.New(cfg.Cluster),
+		log:     log,
+		runner:  run,
+		jobSet:  newJobSetMetrics(cfg.Registry, cfg.Jobs),
+		first:   newFirstSet(),
+		runs:    newRunsCache(),
+		refused: newRefusedCounter(cfg.Registry),
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
@@ -163,6 +164,8 @@ func newDevReplicas(cli *clientv3.Client, o devOptions, set func(cfg *replica.Co
 		if i == 0 {
 			addr = o.httpAddr
 		}
+		// dev has no tokens: answer only loopback names (DNS rebinding).
+		cfg.WrapHTTP = httpauth.HostCheck(addr, httpauth.OpenablePaths)
 		if cfg.Listener, err = listen(addr, nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Node, err)
 		}

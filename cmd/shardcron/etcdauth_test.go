@@ -123,3 +123,36 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 		t.Error("the server's log holds the etcd password")
 	}
 }
+
+// TestEtcdClearTransportRefused: etcd TLS files with an http:// endpoint
+// are refused (exit 2, naming the setting) by server and the client
+// commands alike, instead of connecting in clear with the files silently
+// ignored; a password bound for an endpoint beyond loopback without TLS is
+// refused unless --etcd-cleartext-password accepts it.
+func TestEtcdClearTransportRefused(t *testing.T) {
+	etcd := etcdtest.Start(t) // plain http on loopback
+	certs := etcdtest.GenerateCerts(t)
+	tlsArgs := []string{"--etcd-endpoints", etcd.Endpoint(), "--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey}
+	for _, args := range [][]string{
+		append([]string{"status", "--cluster", "cleartls", "--timeout", "5s"}, tlsArgs...),
+		append([]string{"server", "--cluster", "cleartls", "--node-id", "n1", "--http-addr", "127.0.0.1:0"}, tlsArgs...),
+	} {
+		code, stderr := runBad(t, nil, args...)
+		if code != 2 || !strings.Contains(stderr, "--etcd-cacert") || !strings.Contains(stderr, "https://") {
+			t.Errorf("%s with TLS files and %s: exit %d, want 2 naming --etcd-cacert:\n%s", args[0], etcd.Endpoint(), code, stderr)
+		}
+	}
+	pwFile := writeFile(t, "pw", "clear-pw-marker-31337\n")
+	clear := []string{"status", "--cluster", "clearpw", "--timeout", "3s", "--etcd-endpoints", "http://192.0.2.10:2379",
+		"--etcd-username", "shardcron", "--etcd-password-file", pwFile}
+	code, stderr := runBad(t, nil, clear...)
+	if code != 2 || !strings.Contains(stderr, "in clear") || !strings.Contains(stderr, "--etcd-cleartext-password") || strings.Contains(stderr, "clear-pw-marker") {
+		t.Errorf("password over http beyond loopback: exit %d, want 2 saying so:\n%s", code, stderr)
+	}
+	// Accepted explicitly, it gets as far as dialling (192.0.2.0/24 answers
+	// nothing): exit 1, not a usage error.
+	code, stderr = runBad(t, nil, append(clear, "--etcd-cleartext-password")...)
+	if code != 1 || strings.Contains(stderr, "in clear") {
+		t.Errorf("--etcd-cleartext-password: exit %d, want 1 (etcd unreachable):\n%s", code, stderr)
+	}
+}

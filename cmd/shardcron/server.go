@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/gcpace"
 	"github.com/shardcron/shardcron/lease"
@@ -111,6 +112,8 @@ func runServer(c *cobra.Command, _ []string) error {
 	if guard != nil {
 		reg.MustRegister(guard)
 		rcfg.WrapHTTP = guard.Wrap
+	} else {
+		rcfg.WrapHTTP = httpauth.HostCheck(node.HTTPAddr, node.OpenPaths())
 	}
 	if rcfg.Listener, err = listen(node.HTTPAddr, httpTLS); err != nil {
 		return fmt.Errorf("server: %w", err)
