@@ -30,7 +30,6 @@ type Run struct {
 	End      time.Time
 	Cause    string
 	Deadline time.Time // the owner's safe deadline when it started
-	LateCtx  bool      // its context was already done when it started
 }
 
 func (r Run) String() string {
@@ -75,7 +74,7 @@ func (w *world) history() *History {
 	for _, r := range w.runs {
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: r.run.Job.Name, Tick: r.run.Tick, Token: r.run.Token,
 			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Start: r.start, End: r.end,
-			Cause: r.cause, Deadline: r.deadAt, LateCtx: r.lateCtx})
+			Cause: r.cause, Deadline: r.deadAt})
 	}
 	// Canonical order: the order runs started at one instant is the
 	// runtime's, not the seed's.
@@ -277,14 +276,13 @@ func noSuspendedRun(h *History) []Violation {
 	return vs
 }
 
-// noRunPastDeadline: no run starts at or after its owner's safe deadline,
-// nor under a Grant that had ended.
+// noRunPastDeadline: no run starts at or after its owner's safe deadline.
 func noRunPastDeadline(h *History) []Violation {
 	var vs []Violation
 	for _, r := range h.Runs {
-		if !r.Start.Before(r.Deadline) || r.LateCtx {
-			vs = append(vs, Violation{"no run past the safe deadline", r.Job, fmt.Sprintf("tick %s started at %s by %s token %d, deadline %s, context done %v",
-				ts(r.Tick), ts(r.Start), r.Node, r.Token, ts(r.Deadline), r.LateCtx)})
+		if !r.Start.Before(r.Deadline) {
+			vs = append(vs, Violation{"no run past the safe deadline", r.Job, fmt.Sprintf("tick %s started at %s by %s token %d, deadline %s",
+				ts(r.Tick), ts(r.Start), r.Node, r.Token, ts(r.Deadline))})
 		}
 	}
 	return vs

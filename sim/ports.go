@@ -161,21 +161,20 @@ func (p nodeStore) Load(_ context.Context, shard int, token int64, job string) (
 
 // runRec is one run as the receiver saw it.
 type runRec struct {
-	id      int64 // assigned by the sim
-	node    string
-	inc     int
-	run     scheduler.Run
-	start   time.Time
-	end     time.Time
-	endAt   time.Time // when its work ends, chosen by the sim
-	fail    bool
-	ended   bool   // the run's call has noticed its end (work done or cancelled)
-	cause   string // why it ended early
-	acked   bool
-	done    chan struct{} // closed by the sim: the work is done
-	ack     chan struct{} // closed by the sim: the call may return
-	deadAt  time.Time     // the owner's safe deadline at the start
-	lateCtx bool          // its context was already done at the start
+	id     int64 // assigned by the sim
+	node   string
+	inc    int
+	run    scheduler.Run
+	start  time.Time
+	end    time.Time
+	endAt  time.Time // when its work ends, chosen by the sim
+	fail   bool
+	ended  bool   // the run's call has noticed its end (work done or cancelled)
+	cause  string // why it ended early
+	acked  bool
+	done   chan struct{} // closed by the sim: the work is done
+	ack    chan struct{} // closed by the sim: the call may return
+	deadAt time.Time     // the owner's safe deadline at the start
 }
 
 // simRunner is a node incarnation's scheduler.Runner: the receiver.

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +24,7 @@ var (
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
-const ciSeeds = 12
+const ciSeeds = 64
 
 // runSeed simulates one seed in its own bubble and returns its history.
 func runSeed(t *testing.T, seed uint64, cfg Config) *History {
@@ -124,12 +126,12 @@ func longRun(t *testing.T, cfg Config) {
 				}
 				if vs := Check(h); len(vs) > 0 {
 					props := map[string]bool{}
-					for _, v := range vs {
-						props[v.Property] = true
-					}
 					mu.Lock()
-					for p := range props {
-						failing[s] = append(failing[s], p)
+					for _, v := range vs {
+						if !props[v.Property] {
+							props[v.Property] = true
+							failing[s] = append(failing[s], v.Property+": "+v.Job+": "+v.Detail)
+						}
 					}
 					mu.Unlock()
 				}
@@ -137,8 +139,9 @@ func longRun(t *testing.T, cfg Config) {
 		})
 	}
 	wg.Wait()
-	for s, ps := range failing {
-		t.Errorf("seed %d: %s", s, strings.Join(ps, "; "))
+	for _, s := range slices.Sorted(maps.Keys(failing)) {
+		slices.Sort(failing[s])
+		t.Errorf("seed %d: %s", s, strings.Join(failing[s], "\n\t"))
 	}
 	t.Logf("%d seeds from %d in %v: %d failing", *flagSeeds, *flagStart, time.Since(t0).Round(time.Second), len(failing))
 }

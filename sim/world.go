@@ -295,11 +295,12 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 		w.mu.Lock()
 	}
 	defer w.mu.Unlock()
-	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 {
+	// The runner checks right before it acts, as runner.HTTP does: a run
+	// past the deadline, or whose context already ended, has no effect.
+	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
 		return nil, false
 	}
-	rec := &runRec{node: n.name, inc: inc, run: run, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{}),
-		lateCtx: ctx.Err() != nil}
+	rec := &runRec{node: n.name, inc: inc, run: run, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
 	rec.deadAt = n.sess.deadlineAt()
 	w.newRuns = append(w.newRuns, rec)
 	w.wake()
