@@ -136,21 +136,25 @@ func (nm *nemesis) act(now, end time.Time) bool {
 		}
 	case k < 62:
 		w.jobs.edit(now)
+	case k < 99 || !w.cfg.Bursts:
+		nm.trigger(now, 1)
 	default:
-		nm.trigger(now)
+		nm.trigger(now, 40)
 	}
 	return true
 }
 
-// trigger puts a manual trigger request for a random job.
-func (nm *nemesis) trigger(now time.Time) {
+// trigger puts n manual trigger requests for a random job.
+func (nm *nemesis) trigger(now time.Time, n int) {
 	w := nm.w
 	j := w.jobs.set.Jobs[w.rng.IntN(len(w.jobs.set.Jobs))]
-	nm.trig++
-	id := fmt.Sprintf("t%d", nm.trig)
 	shard := keyspace.ShardOf(j.Name, w.cfg.Shards)
-	w.m.trigger(shard, j.Name, id, now)
-	w.triggers[id] = trigInfo{job: j.Name, at: now}
+	for range n {
+		nm.trig++
+		id := fmt.Sprintf("t%d", nm.trig)
+		w.m.trigger(shard, j.Name, id, now)
+		w.triggers[id] = trigInfo{job: j.Name, at: now}
+	}
 	for _, n := range w.nodes {
 		if h := n.held[shard]; n.alive && h != nil && !h.draining {
 			sched, t := n.sched, w.m.triggersOf(shard, h.gen)

@@ -26,6 +26,10 @@ type Config struct {
 	Duration, Quiet time.Duration
 	TTL, Margin     time.Duration
 	DrainTimeout    time.Duration
+	// Bursts lets the nemesis file 40 trigger requests for one job at
+	// once (issue 21: the scheduler panicked at the 33rd pending manual
+	// run, which kills the whole test binary, so it is off by default).
+	Bursts bool
 	// Log, when set, receives every event as it happens and the
 	// schedulers' own logs.
 	Log io.Writer
