@@ -264,7 +264,7 @@ func noSuspendedRun(h *History) []Violation {
 			case r.Trigger == "" && r.Tick.After(s[0]) && !r.Tick.After(s[1]):
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
 					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)})
-			case r.Start.After(s[0]) && r.Start.Before(s[1]):
+			case r.Start.After(s[0]) && r.Start.Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)})
 			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]):
