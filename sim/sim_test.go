@@ -45,7 +45,7 @@ func report(t *testing.T, h *History, vs []Violation) {
 		}
 	}
 	for p, n := range seen {
-		t.Errorf("seed %d: %d violations of %q (replay: go test ./sim -run TestSimSeeds -sim.seed=%d)", h.Seed, n, p, h.Seed)
+		t.Errorf("seed %d (history %s): %d violations of %q (replay: go test ./sim -run TestSimSeeds -sim.seed=%d)", h.Seed, h.Hash(), n, p, h.Seed)
 	}
 }
 
