@@ -21,13 +21,30 @@ type Marker struct {
 	Generation int64 `json:"generation"`
 	// Format is the marker's format version (MarkerFormat when written).
 	Format int `json:"format"`
+	// Handed names, by job, the ticks in flight that the releasing owner
+	// never started: the successor runs them as ordinary runs, and every
+	// other tick in flight as a possible re-run. An earlier release's
+	// marker has none (it names nothing), and so has a marker whose list
+	// would pass MaxHandedBytes: naming fewer ticks only marks more runs
+	// as possible re-runs, never fewer. Older replicas ignore the field, so
+	// the format stays 1.
+	Handed map[string][]time.Time `json:"handed,omitempty"`
 }
+
+// MaxHandedBytes bounds the encoded list of handed ticks in one marker, so
+// that a release of a shard with very many jobs stays well within etcd's
+// request size limit (1.5 MiB by default) and batches of releases do too.
+const MaxHandedBytes = 256 << 10
 
 // Encode returns the stored form of m, with Format set to MarkerFormat.
 func (m Marker) Encode() []byte {
 	m.Format = MarkerFormat
 	m.StoppedAt = m.StoppedAt.UTC()
-	b, _ := json.Marshal(m) // a struct of a time and two integers always marshals
+	b, _ := json.Marshal(m) // cron ticks and a stopped_at are within JSON's range of times
+	if len(b) > MaxHandedBytes {
+		m.Handed = nil
+		b, _ = json.Marshal(m)
+	}
 	return b
 }
 

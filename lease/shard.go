@@ -11,12 +11,14 @@ import (
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
-// Release is one shard to release: its token and when its owner stopped
-// firing it (the successor runs every tick due since then). A zero
-// StoppedAt writes no marker: the release hands over no window.
+// Release is one shard to release: its token, when its owner stopped
+// firing it (the successor runs every tick due since then) and the ticks in
+// flight it never started (Marker.Handed). A zero StoppedAt writes no
+// marker: the release hands over no window.
 type Release struct {
 	Token     Token
 	StoppedAt time.Time
+	Handed    map[string][]time.Time
 }
 
 // Create puts key = value attached to the session's lease if the key does
@@ -160,7 +162,7 @@ func (s *Session) Release(ctx context.Context, rs []Release) ([]error, error) {
 			cmps = append(cmps, Guard(s.ks, r.Token))
 			ops = append(ops, clientv3.OpDelete(s.ks.Shard(r.Token.Shard)))
 			if !r.StoppedAt.IsZero() {
-				m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation}
+				m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation, Handed: r.Handed}
 				ops = append(ops, clientv3.OpPut(s.ks.Released(r.Token.Shard), string(m.Encode())))
 			}
 			reads = append(reads, clientv3.OpGet(s.ks.Shard(r.Token.Shard), clientv3.WithKeysOnly()))

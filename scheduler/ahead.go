@@ -172,7 +172,14 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
 		return
 	}
-	if tick.After(rec.hi) {
+	switch {
+	case !tick.After(rec.hi):
+	case rec.undecided():
+		// Claims go in order (open.go): the tick waits its turn, unclaimed,
+		// at its time; open from now, so no later tick is claimed ahead of it.
+		rec.addOpen(tick)
+		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: &waitTick{rec: rec, tick: tick}})
+	default:
 		rec.queue(op{kind: opClaim, tick: tick, ahead: true})
 		rec.hi = tick
 		rec.ahead.add(tick)

@@ -125,7 +125,7 @@ func BenchmarkCatchUp100kJobsHourDown(b *testing.B) {
 				done := make(chan error, 1)
 				go func() { done <- s.Run(ctx) }()
 				b.StartTimer()
-				s.Acquired(Grant{Shard: 0, Token: 2, Lost: context.Background(), Deadline: newDeadline(time.Hour), Checkpoint: cp})
+				s.Acquired(Grant{Shard: 0, Token: 2, Lost: context.Background(), Deadline: newDeadline(time.Hour), Contact: inContact, Checkpoint: cp})
 				b.StopTimer()
 				cancel()
 				<-done
@@ -154,9 +154,10 @@ func TestDrainKeepsTicksWaitingForSlot(t *testing.T) {
 		sleepUntil(t0.Add(2500 * time.Millisecond))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stopped := h1.s.Drain(ctx, 6)
+		rel := h1.s.Drain(ctx, 6)
+		stopped := rel.StoppedAt
 		time.Sleep(time.Second)
-		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		g2, _ := h2.grant(6, 12, &rel)
 		h2.s.Acquired(g2)
 		sleepUntil(t0.Add(8*time.Second + 500*time.Millisecond))
 		synctest.Wait()

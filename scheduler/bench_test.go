@@ -148,7 +148,7 @@ func benchClaims(b *testing.B, batch int, latency time.Duration) {
 		go func() { done <- s.Run(ctx) }()
 		lost, lose := context.WithCancelCause(context.Background())
 		store.fence[0] = 2
-		g := Grant{Shard: 0, Token: 2, Lost: lost, Deadline: newDeadline(time.Hour), Checkpoint: store.checkpoint(0)}
+		g := Grant{Shard: 0, Token: 2, Lost: lost, Deadline: newDeadline(time.Hour), Contact: inContact, Checkpoint: store.checkpoint(0)}
 		c0, _, cc0 := store.counts()
 		b.StartTimer()
 		start := time.Now()

@@ -29,10 +29,9 @@ type backlog struct {
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
 // them (DESIGN.md "Catch-up"):
-//   - ticks in flight under an older token run again: as re-runs when
-//     their first run may have started, as ordinary runs when they were
-//     claimed ahead and handed over (after a release's stopped_at, or not
-//     yet due);
+//   - ticks in flight under an older token run again: as ordinary runs
+//     when the release names them as never started (Released.Handed), as
+//     re-runs otherwise (their first run may have started);
 //   - ticks after rel.StoppedAt (a graceful release) all run;
 //   - ticks after max(last claimed, since, resumed) and due by now follow
 //     the misfire policy, bounded by the starting deadline; the rest are
@@ -59,7 +58,10 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		if f.Token >= rec.sh.g.Token {
 			continue
 		}
-		handed := f.Tick.After(now) || (rel != nil && f.Token == rel.Token && f.Tick.After(rel.StoppedAt))
+		// Only the release can say a tick was never started: nothing is
+		// inferred from this node's clock (the releaser's may differ), and a
+		// re-run stays marked through every later handoff.
+		handed := !f.Rerun && rel.handed(rec.e.job.Name, f.Tick)
 		w := &waitTick{rec: rec, tick: f.Tick, reclaim: true, rerun: !handed, man: rec.takenOver(f)}
 		if f.Tick.After(now) {
 			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})

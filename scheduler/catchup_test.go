@@ -192,9 +192,10 @@ func TestGracefulHandoffNoGapNoDouble(t *testing.T) {
 		sleepUntil(t0.Add(5500 * time.Millisecond))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stopped := h1.s.Drain(ctx, 6)
+		rel := h1.s.Drain(ctx, 6)
+		stopped := rel.StoppedAt
 		time.Sleep(2 * time.Second) // a slow handoff
-		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		g2, _ := h2.grant(6, 12, &rel)
 		h2.s.Acquired(g2)
 		sleepUntil(t0.Add(12*time.Second + 500*time.Millisecond))
 		synctest.Wait()

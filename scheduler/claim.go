@@ -193,8 +193,8 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	if len(rec.queued) == 0 {
 		return nil
 	}
-	ops := rec.queued
-	rec.queued = nil
+	ops, rest := splitTriggers(rec.queued)
+	rec.queued = rest
 	want := apply(rec.committed.record(), rec.sh.g.Token, ops)
 	val, err := want.Encode()
 	if err != nil { // a time out of JSON's range; cannot happen for cron ticks

@@ -13,6 +13,9 @@ const (
 	DefaultMaxConcurrentRuns = 64
 	DefaultHistoryLen        = 20
 	DefaultClaimAhead        = time.Second
+	// DefaultContactWindow is how recent an answer from the store must be
+	// for a claimed tick to start (Config.ContactWindow).
+	DefaultContactWindow = 250 * time.Millisecond
 )
 
 // Config configures a Scheduler.
@@ -40,6 +43,16 @@ type Config struct {
 	// slowest recent commit, up to MaxClaimAhead. One second lets a
 	// per-second job's completion and its next claim share one write.
 	ClaimAhead time.Duration
+	// ContactWindow is how recently the node must have heard from the
+	// store (Grant.Contact) for a claimed tick to start (default
+	// DefaultContactWindow, 250 ms). A run that starts while the node is cut
+	// off could not record its completion, and its successor would run the
+	// tick again; held instead, the tick is late, not lost: it starts when
+	// contact returns, or its shard moves on with it still unstarted. A
+	// fault that begins more than the window before a tick therefore costs
+	// no repeat. The window must exceed the store's probe interval plus a
+	// round trip (shard.ContactProbe, 50 ms).
+	ContactWindow time.Duration
 	// Logger receives the scheduler's logs (nil: discarded).
 	Logger *slog.Logger
 	// Registerer receives the scheduler's metrics (nil: none registered).
@@ -54,6 +67,7 @@ func DefaultConfig() Config {
 		HistoryLen:        DefaultHistoryLen,
 		HistoryFlush:      DefaultHistoryFlush,
 		ClaimAhead:        DefaultClaimAhead,
+		ContactWindow:     DefaultContactWindow,
 	}
 }
 
@@ -70,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClaimAhead == 0 {
 		c.ClaimAhead = DefaultClaimAhead
+	}
+	if c.ContactWindow == 0 {
+		c.ContactWindow = DefaultContactWindow
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -94,6 +111,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
 	case c.HistoryFlush < 0:
 		return fmt.Errorf("%w: HistoryFlush %v < 0", ErrInvalidConfig, c.HistoryFlush)
+	case c.ContactWindow < 0:
+		return fmt.Errorf("%w: ContactWindow %v < 0", ErrInvalidConfig, c.ContactWindow)
 	case c.ClaimAhead < 0 || c.ClaimAhead > MaxClaimAhead:
 		return fmt.Errorf("%w: ClaimAhead %v not within 0..%v", ErrInvalidConfig, c.ClaimAhead, MaxClaimAhead)
 	}

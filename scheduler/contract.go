@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -63,6 +64,10 @@ type Grant struct {
 	Lost context.Context
 	// Deadline is the holding session's safe deadline.
 	Deadline Deadline
+	// Contact tells how recently this node heard from the store: a claimed
+	// tick starts only while the node is demonstrably in contact
+	// (Config.ContactWindow), so that what it runs it can also record.
+	Contact Contact
 	// Checkpoint is the shard's state as its predecessors left it.
 	Checkpoint Checkpoint
 }
@@ -82,11 +87,34 @@ type Stored struct {
 	Rev   int64
 }
 
+// Contact is how recently this node heard from the store.
+type Contact interface {
+	// ContactAge is how long ago this node sent the latest request the
+	// store has answered (any answer: a landed or refused write, a read, a
+	// keepalive). It reads the clock synchronously and never blocks.
+	ContactAge() time.Duration
+}
+
 // Released marks a graceful release: the successor runs every tick due
-// since StoppedAt, whatever the misfire policy.
+// since StoppedAt, whatever the misfire policy, and runs the ticks it
+// names (Handed) as ordinary runs. Every other tick in flight under the
+// releaser (or an earlier owner) is a possible re-run.
 type Released struct {
 	StoppedAt time.Time
 	Token     int64
+	// Handed names, by job, the ticks in flight that the releaser claimed
+	// (or was handed) and never started. Nil names nothing.
+	Handed map[string][]time.Time
+}
+
+// handed reports whether the release names job's tick as never started.
+// A nil Released names nothing: after a crash every tick in flight is a
+// possible re-run.
+func (r *Released) handed(job string, tick time.Time) bool {
+	if r == nil {
+		return false
+	}
+	return slices.ContainsFunc(r.Handed[job], tick.Equal)
 }
 
 // Write is one fenced write of a job record.

@@ -32,9 +32,17 @@ type waitTick struct {
 	// behind: it waited behind its job's catch-up. The tick after it is
 	// held, not skipped, while it runs.
 	behind bool
+	// forbidden: at its instant a run of its job was going (forbid); it is
+	// skipped once its turn comes (claims go in order, open.go).
+	forbidden bool
 	// man is set on a manual tick (trigger.go).
 	man *manual
 }
+
+// unclaimed reports whether w is a tick of the schedule that no claim of
+// this owner covers yet: not claimed ahead, not in flight from an earlier
+// owner, not manual.
+func (w *waitTick) unclaimed() bool { return !w.ahead && !w.reclaim && w.man == nil }
 
 // waitHeap orders waiting ticks by tick, then job name: dispatch looks only
 // at its front, so an event costs O(log n) however many ticks wait.
@@ -61,9 +69,15 @@ func (h *waitHeap) Pop() any {
 // enqueue makes a due tick wait. Ordinary ticks of a job past
 // maxWaitingPerJob are skipped instead.
 func (s *Scheduler) enqueue(w *waitTick) {
+	if w.unclaimed() {
+		w.rec.addOpen(w.tick)
+	}
 	if !w.caughtUp && !w.reclaim {
 		if w.rec.waiting >= maxWaitingPerJob {
 			s.skipTick(w, fmt.Sprintf("backlog full: %d ticks already waiting", maxWaitingPerJob))
+			if w.unclaimed() {
+				w.rec.closeOpen(w.tick)
+			}
 			return
 		}
 		w.rec.waiting++
@@ -73,6 +87,9 @@ func (s *Scheduler) enqueue(w *waitTick) {
 
 // settled is called once a waiting tick is decided (run, skipped, dropped).
 func (s *Scheduler) settled(w *waitTick) {
+	if w.unclaimed() {
+		w.rec.closeOpen(w.tick)
+	}
 	if !w.caughtUp && !w.reclaim {
 		w.rec.waiting--
 	}
@@ -140,6 +157,12 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
 		return decided // decided already
 	}
+	if w.unclaimed() && !rec.decidedBefore(w.tick) {
+		// Claims go in order (open.go). Forbid is judged at the tick's
+		// instant all the same: what was running then decides.
+		w.forbidden = w.forbidden || s.forbids(w)
+		return held
+	}
 	if sd := job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
 		s.skipTick(w, fmt.Sprintf("starting deadline %v passed", sd))
 		return decided
@@ -150,15 +173,15 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 			return decided
 		}
 	}
-	if rec.active > 0 && !w.reclaim {
+	if rec.active > 0 {
 		switch job.Concurrency {
 		case config.ConcurrencyForbid:
 			// Forbid skips an ordinary tick only when an ordinary run that
 			// is still going had started by the tick. A claim whose outcome
 			// is not back yet is no run: the tick waits behind it (late,
-			// not lost); caught-up ticks wait behind a run, and ordinary
-			// ones behind a catch-up.
-			if rec.runningAt(w.tick) && !w.caughtUp {
+			// not lost); caught-up and taken-over ticks wait behind a run,
+			// never skipped, and ordinary ones behind a catch-up.
+			if w.forbidden || s.forbids(w) {
 				s.skipTick(w, "concurrency forbid: previous run still active")
 				return decided
 			}
@@ -192,6 +215,15 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	s.markDirty(rec, true)
 	return decided
+}
+
+// forbids reports whether forbid skips w now: an ordinary run of its job
+// that had started by the tick is still going. Caught-up and taken-over
+// ticks are never skipped by forbid.
+func (s *Scheduler) forbids(w *waitTick) bool {
+	rec := w.rec
+	return rec.e.job.Concurrency == config.ConcurrencyForbid && rec.active > 0 &&
+		!w.caughtUp && !w.reclaim && rec.runningAt(w.tick)
 }
 
 // skipTick records a due tick as skipped by policy, so no later owner runs

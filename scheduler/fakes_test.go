@@ -64,6 +64,14 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, w := range writes {
+		// etcd checks each branch of a transaction against --max-txn-ops
+		// (128): a write is a put, a fence and a record comparison, and a
+		// comparison and a delete per trigger request it consumes.
+		if n := 2 + len(w.Triggers); n > 128 {
+			f.t.Errorf("write of %s compares %d keys: no transaction can hold it", w.Job, n)
+		}
+	}
 	f.commits++
 	f.writes += len(writes)
 	out := make([]WriteResult, len(writes))
@@ -265,6 +273,24 @@ func newDeadline(d time.Duration) *fakeDeadline {
 }
 
 func (d *fakeDeadline) Remaining() time.Duration { return time.Until(time.Unix(0, d.until.Load())) }
+
+// fakeContact is the node's contact with the store: in contact (age 0)
+// unless a test says how stale it is (lose, or set).
+type fakeContact struct{ lostAt atomic.Int64 }
+
+// inContact is a Contact that never goes stale.
+var inContact = &fakeContact{}
+
+// lose makes the contact go stale from now on; regain ends that.
+func (c *fakeContact) lose()   { c.lostAt.Store(time.Now().UnixNano()) }
+func (c *fakeContact) regain() { c.lostAt.Store(0) }
+
+func (c *fakeContact) ContactAge() time.Duration {
+	if at := c.lostAt.Load(); at != 0 {
+		return time.Since(time.Unix(0, at))
+	}
+	return 0
+}
 
 // runRec is one call of the fake runner.
 type runRec struct {

@@ -16,32 +16,33 @@ type drainReq struct {
 }
 
 type drainReply struct {
-	stoppedAt time.Time
-	sh        *ownedShard
+	rel Released
+	sh  *ownedShard
 }
 
-// Drain stops firing the shard at once and returns that instant (or just
-// before the earliest due tick it left unclaimed, so the successor runs it
-// as a handoff tick), after waiting for the shard's in-flight runs (and
-// their completion records). Runs still going the Runner's KillGrace before ctx's
+// Drain stops firing the shard at once and returns the release for its
+// marker: StoppedAt is that instant (or just before the earliest due tick
+// it left unclaimed, so the successor runs it as a handoff tick), and
+// Handed names the ticks in flight it never started. It returns after
+// waiting for the shard's in-flight runs (and their completion records). Runs still going the Runner's KillGrace before ctx's
 // deadline (or when ctx ends, if it has none) are cancelled in an orderly
 // way with a *StopBy cause naming the deadline, left in flight for the
 // successor, and waited for.
-func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) {
+func (s *Scheduler) Drain(ctx context.Context, shard int) Released {
 	reply := make(chan drainReply, 1)
 	select {
 	case s.reqs <- drainReq{shard: shard, reply: reply}:
 	case <-s.quit:
-		return time.Now()
+		return Released{StoppedAt: time.Now()}
 	}
 	var r drainReply
 	select {
 	case r = <-reply:
 	case <-s.quit:
-		return time.Now()
+		return Released{StoppedAt: time.Now()}
 	}
 	if r.sh == nil {
-		return r.stoppedAt
+		return r.rel
 	}
 	// Runs that outlast the drain are cancelled the Runner's KillGrace before its
 	// deadline, and must be gone by it: the drain timeout bounds the whole
@@ -59,7 +60,7 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 	}
 	select {
 	case <-r.sh.idle:
-		return r.stoppedAt
+		return r.rel
 	case <-cancelAt:
 	case <-ctx.Done():
 	}
@@ -71,7 +72,7 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 	case <-r.sh.idle:
 	case <-s.quit:
 	}
-	return r.stoppedAt
+	return r.rel
 }
 
 // drain ends firing of shard n at now and says from when its successor
@@ -79,7 +80,7 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) (stoppedAt time.Time) 
 func (s *Scheduler) drain(n int, now time.Time) drainReply {
 	sh := s.shards[n]
 	if sh == nil {
-		return drainReply{stoppedAt: now}
+		return drainReply{rel: Released{StoppedAt: now}}
 	}
 	switch sh.state {
 	case firing:
@@ -89,8 +90,10 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		// runs them as handoff ticks instead of applying the misfire policy
 		// (a tick waiting for a slot is late, not lost). Ticks this owner
 		// decided are at or before each record's last claimed tick, which
-		// the successor never runs again, so an earlier stopped_at cannot
-		// cause a double run.
+		// the successor never runs again (claims go in order: open.go), so
+		// an earlier stopped_at cannot cause a double run. Ticks in flight
+		// are not judged by stopped_at at all: the release names those
+		// never started (Handed).
 		s.fireDue(now)
 		stop := now
 		earlier := func(t time.Time) {
@@ -99,19 +102,14 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 			}
 		}
 		for _, w := range s.waiting {
-			if w.rec.sh == sh && !w.rerun {
+			if w.rec.sh == sh && w.unclaimed() {
 				earlier(w.tick)
 			}
 		}
 		for _, rec := range sh.jobs {
 			for _, w := range rec.held {
-				if !w.rerun {
+				if w.unclaimed() {
 					earlier(w.tick)
-				}
-			}
-			for _, a := range rec.ahead {
-				if a.due {
-					earlier(time.Unix(0, a.tick))
 				}
 			}
 			if rec.backlog != nil {
@@ -135,6 +133,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 				}
 			}
 		}
+		sh.handed = s.handedOf(sh)
 		sh.state = draining
 		sh.stoppedAt = stop
 		s.flushNow = true // a drain waits for the shard's writes: none waits for company
@@ -148,5 +147,59 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		}
 	}
 	s.checkIdle(sh)
-	return drainReply{stoppedAt: sh.stoppedAt, sh: sh}
+	return drainReply{rel: Released{StoppedAt: sh.stoppedAt, Token: sh.g.Token, Handed: sh.handed}, sh: sh}
+}
+
+// handedOf names, by job, the ticks in flight in sh (or about to be) that
+// this owner never started and does not hold for possible re-runs: its
+// claims not yet started, and the ticks an earlier release handed it that
+// it has not started. A run already going is not named, even if the drain
+// then lets it finish: its completion removes it from flight, and if the
+// drain cuts it, the successor must mark its run a re-run.
+func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
+	var out map[string][]time.Time
+	for job, rec := range sh.jobs {
+		var ticks []time.Time
+		add := func(t time.Time, rerun bool) {
+			if rerun || slices.ContainsFunc(ticks, t.Equal) || rec.startedOrDone(t) {
+				return
+			}
+			ticks = append(ticks, t)
+		}
+		for _, f := range rec.committed.InFlight {
+			add(f.Tick, f.Rerun || (f.Token != sh.g.Token && !sh.rel.handed(job, f.Tick)))
+		}
+		ops := rec.queued
+		if rec.writing != nil {
+			ops = append(slices.Clip(rec.writing.ops), ops...)
+		}
+		for _, o := range ops {
+			if o.kind == opClaim {
+				add(o.tick, o.rerun)
+			}
+		}
+		if len(ticks) > 0 {
+			if out == nil {
+				out = make(map[string][]time.Time)
+			}
+			slices.SortFunc(ticks, time.Time.Compare)
+			out[job] = ticks
+		}
+	}
+	return out
+}
+
+// startedOrDone reports whether this owner started tick's run (it is going,
+// or ended and its completion waits to be written) or dropped the tick.
+func (rec *jobRec) startedOrDone(t time.Time) bool {
+	if slices.ContainsFunc(rec.runs, func(r *run) bool { return r.tick.Equal(t) }) {
+		return true
+	}
+	ops := rec.queued
+	if rec.writing != nil {
+		ops = append(slices.Clip(rec.writing.ops), ops...)
+	}
+	return slices.ContainsFunc(ops, func(o op) bool {
+		return (o.kind == opComplete || o.kind == opDrop || o.kind == opSkipManual) && o.tick.Equal(t)
+	})
 }

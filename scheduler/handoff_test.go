@@ -23,7 +23,8 @@ func TestDrainWaitsForRuns(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		called := time.Now()
-		stopped := h.s.Drain(ctx, 1)
+		rel := h.s.Drain(ctx, 1)
+		stopped := rel.StoppedAt
 		if !stopped.Equal(called) {
 			t.Errorf("stoppedAt %v, want %v", stopped, called)
 		}
@@ -74,7 +75,8 @@ func TestDrainTimeout(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				called := time.Now()
-				stopped := h.s.Drain(ctx, 1)
+				rel := h.s.Drain(ctx, 1)
+				stopped := rel.StoppedAt
 				if !stopped.Equal(called) || !time.Now().Equal(called.Add(tc.cancelIn)) {
 					t.Errorf("stoppedAt %v, returned at %v; called at %v: want the runs cancelled %v after the call", stopped, time.Now(), called, tc.cancelIn)
 				}
@@ -108,7 +110,8 @@ func TestShortDrainLetsRunsFinish(t *testing.T) {
 		sleepUntil(t0.Add(5 * time.Millisecond)) // tick 0's run is under way
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		stopped := h.s.Drain(ctx, 1)
+		rel := h.s.Drain(ctx, 1)
+		stopped := rel.StoppedAt
 		if want := t0.Add(20 * time.Millisecond); !time.Now().Equal(want) {
 			t.Errorf("Drain returned at %v, want %v (the run's end)", time.Now(), want)
 		}

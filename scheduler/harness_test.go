@@ -24,6 +24,7 @@ type harness struct {
 	store    *fakeStore
 	runner   *fakeRunner
 	deadline *fakeDeadline
+	contact  *fakeContact
 	reg      *prometheus.Registry
 	cancel   context.CancelFunc
 	done     chan error
@@ -45,7 +46,7 @@ func newHarnessStore(t *testing.T, store loaderStore) *harness {
 }
 
 func newHarnessWith(t *testing.T, fs *fakeStore, store Store, mod func(*Config), jobs ...config.Job) *harness {
-	h := &harness{t: t, store: fs, runner: &fakeRunner{grace: 5 * time.Second}, deadline: newDeadline(1000 * time.Hour),
+	h := &harness{t: t, store: fs, runner: &fakeRunner{grace: 5 * time.Second}, deadline: newDeadline(1000 * time.Hour), contact: &fakeContact{},
 		reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	if store == nil {
 		store = fs
@@ -96,7 +97,7 @@ func (h *harness) grant(shard int, token int64, rel *Released) (Grant, context.C
 	cp := h.store.checkpoint(shard)
 	cp.Released = rel
 	h.cancels = append(h.cancels, cancel)
-	return Grant{Shard: shard, Token: token, Lost: lost, Deadline: h.deadline, Checkpoint: cp}, cancel
+	return Grant{Shard: shard, Token: token, Lost: lost, Deadline: h.deadline, Contact: h.contact, Checkpoint: cp}, cancel
 }
 
 // job returns a job named name in shard (searching names name, name-1, ...).

@@ -105,7 +105,7 @@ func settledHeapPerJob(b *testing.B, m config.Misfire) float64 {
 	down := start.Add(-90 * time.Second).Truncate(time.Second)
 	for sh := range memShards {
 		s.Acquired(Grant{Shard: sh, Token: store.token, Lost: context.Background(),
-			Deadline: newDeadline(time.Hour), Checkpoint: memCheckpoint(jobs, sh, down, store.token-1)})
+			Deadline: newDeadline(time.Hour), Contact: inContact, Checkpoint: memCheckpoint(jobs, sh, down, store.token-1)})
 	}
 	poll.MustEvery(b, 50*time.Millisecond, 3*time.Minute, "settled", func() error {
 		return s.inspect(func() error {

@@ -24,6 +24,7 @@ type metrics struct {
 	slots         prometheus.Gauge
 	waiting       prometheus.Gauge // due ticks waiting for a run slot
 	commits       prometheus.Histogram
+	heldNoContact prometheus.Counter // runs that waited for contact with the store
 }
 
 var secondsBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
@@ -70,6 +71,8 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 			Help:    "Latency of one fenced commit of claims and completions (batched: one commit may carry many of both).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
+		heldNoContact: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("ticks_held_no_contact_total",
+			"Claimed ticks whose run waited because this node had not heard from etcd within the contact window (late, not lost: run once contact returns, or handed on with the shard)."))),
 	}
 	m.slots.Set(float64(slots))
 	// Every label value exists from the start, at 0, so rates and ratios
@@ -87,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.retries, m.claimFailures, m.lateness,
-		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits} {
+		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -27,7 +27,9 @@ type ownedShard struct {
 	jobs      map[string]*jobRec
 	orphans   map[string]Stored // records of jobs not in the job set
 	rel       *Released         // the release catch-up honours; nil if none
-	runs      int               // run goroutines not yet reported
+	// handed is what this owner's drain names as never started (Released.Handed).
+	handed map[string][]time.Time
+	runs   int // run goroutines not yet reported
 	// histWrites counts history flushes of the shard not yet back: a
 	// drain waits for them, so a graceful handoff loses no history.
 	histWrites int
@@ -76,7 +78,10 @@ type jobRec struct {
 	// held holds due ticks that wait for this job's claims or runs.
 	held    []*waitTick
 	backlog *backlog // the rest of a catch-up; nil if none
-	hist    []Entry  // history not yet handed to History
+	// open holds, in order, the ticks of the schedule in line that no
+	// claim covers yet (open.go): no later tick is claimed before them.
+	open []time.Time
+	hist []Entry // history not yet handed to History
 	// manual holds this generation's manual ticks (trigger.go), by Unix
 	// nanoseconds; nil until the first.
 	manual map[int64]*manual
@@ -123,7 +128,7 @@ func (s *Scheduler) Acquired(g Grant) {
 
 func (s *Scheduler) acquire(g Grant, now time.Time) {
 	log := s.log.With("shard", g.Shard, "token", g.Token)
-	if g.Shard < 0 || g.Shard >= s.cfg.Shards || g.Lost == nil || g.Deadline == nil {
+	if g.Shard < 0 || g.Shard >= s.cfg.Shards || g.Lost == nil || g.Deadline == nil || g.Contact == nil {
 		log.Error("grant ignored: malformed")
 		return
 	}

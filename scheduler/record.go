@@ -174,13 +174,15 @@ func apply(rec Record, token int64, ops []op) Record {
 				rec.LastClaimed = o.tick
 			}
 			rec.InFlight = append(rec.InFlight, fl)
-		case opComplete, opDrop:
+		case opComplete:
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool {
 				return f.Tick.Equal(o.tick) && f.Token == token
 			})
-			if o.kind == opDrop {
-				rec.Skipped++
-			}
+		case opDrop:
+			// Decided under this owner's fence, whichever owner claimed it:
+			// a tick handed over and then skipped is gone for good.
+			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) })
+			rec.Skipped++
 		case opSkipManual:
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Trigger == o.man.id })
 			rec.Skipped++

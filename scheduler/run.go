@@ -141,7 +141,7 @@ func (d runDeadlineAt) Deadline() time.Duration {
 func (s *Scheduler) execute(r *run, spec Run) {
 	defer r.cancel(nil)
 	d := runDone{r: r, start: time.Now()}
-	if err := r.sh.check(); err != nil {
+	if err := s.awaitContact(r, spec); err != nil {
 		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
 	} else if r.ctx.Err() != nil {
 		d.res = Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}
@@ -167,6 +167,34 @@ func (s *Scheduler) execute(r *run, spec Run) {
 		d.cause = nil
 	}
 	s.send(d)
+}
+
+// contactPoll is how often a run held for lack of contact looks again.
+const contactPoll = 10 * time.Millisecond
+
+// awaitContact holds a run until its node is in contact with the store
+// (Config.ContactWindow), then checks the shard: the synchronous guard
+// right before the run starts. An error means the run must not start: the
+// shard is lost, past its deadline, or the run was cancelled meanwhile.
+func (s *Scheduler) awaitContact(r *run, spec Run) error {
+	c, window := r.sh.g.Contact, s.cfg.ContactWindow
+	if c.ContactAge() > window {
+		s.m.heldNoContact.Inc()
+		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
+		t := time.NewTicker(contactPoll)
+		defer t.Stop()
+		for c.ContactAge() > window {
+			if err := r.sh.check(); err != nil {
+				return err
+			}
+			select {
+			case <-r.ctx.Done():
+				return context.Cause(r.ctx)
+			case <-t.C:
+			}
+		}
+	}
+	return r.sh.check()
 }
 
 // runEnded frees the run's slot and records its completion, unless the run

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -42,6 +43,18 @@ type manual struct {
 // may lag); past it the Store's comparison still refuses a second claim.
 const maxManualKept = 32
 
+// maxManualPending bounds the manual ticks of one job waiting or running at
+// once; a request past it is refused (recorded as skipped, so its requester
+// gets an answer). Requests are cheap to send and each pending one holds
+// memory and, with forbid, waits behind the others.
+const maxManualPending = 16
+
+// maxTriggersPerWrite bounds the trigger requests one record write
+// consumes: each adds a comparison and a delete to the write's transaction,
+// which etcd bounds (128 operations per branch), so a write past it could
+// never land. The rest of the queued changes follow in the next write.
+const maxTriggersPerWrite = 32
+
 type triggerEvent struct{ t Trigger }
 
 // Triggered hands the scheduler a trigger request of a shard this node
@@ -69,9 +82,29 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 	}
 	m := &manual{id: t.ID, by: t.By, rev: t.Rev}
 	tick := rec.manualTick(t.RequestedAt, now)
+	pending := rec.manualPending()
 	rec.addManual(tick, m)
+	w := &waitTick{rec: rec, tick: tick, man: m}
+	if pending >= maxManualPending {
+		// Refused, and so answered: the skip consumes the request and its
+		// requester reads the reason in history (trigger --wait).
+		s.skipTick(w, fmt.Sprintf("refused: %d manual runs of the job already pending", pending))
+		return
+	}
 	s.log.Info("trigger received", append(rec.logArgs(), "trigger", t.ID, "tick", tick, "by", t.By)...)
-	s.enqueue(&waitTick{rec: rec, tick: tick, man: m})
+	s.enqueue(w)
+}
+
+// manualPending counts the manual ticks of this generation waiting or
+// running (not done, not being refused).
+func (rec *jobRec) manualPending() int {
+	n := 0
+	for _, m := range rec.manual {
+		if !m.done && m.skip == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // hasTrigger reports whether the request id is known to this generation:
@@ -129,7 +162,8 @@ func (rec *jobRec) addManual(tick time.Time, m *manual) *manual {
 			}
 		}
 		slices.Sort(done)
-		for _, n := range done[:max(0, len(rec.manual)-maxManualKept)] {
+		// Only done ones are forgotten: pending ones may outnumber the room.
+		for _, n := range done[:min(len(done), max(0, len(rec.manual)-maxManualKept))] {
 			delete(rec.manual, n)
 		}
 	}
@@ -176,6 +210,22 @@ func (s *Scheduler) manualSkipped(rec *jobRec, o op) {
 	o.man.done = true
 	s.recordSkip(rec, Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
 		Detail: o.man.skip, Trigger: o.man.id, TriggeredBy: o.man.by})
+}
+
+// splitTriggers cuts ops after the change that consumes the
+// maxTriggersPerWrite-th trigger request: the first part is one write, the
+// rest waits for the next, so every write fits a transaction and each makes
+// progress.
+func splitTriggers(ops []op) (now, later []op) {
+	n := 0
+	for i, o := range ops {
+		if o.man != nil && o.man.rev > 0 && (o.kind == opClaim || o.kind == opSkipManual) {
+			if n++; n == maxTriggersPerWrite {
+				return ops[: i+1 : i+1], slices.Clone(ops[i+1:])
+			}
+		}
+	}
+	return ops, nil
 }
 
 // consumed lists the requests ops consume, for the Store to compare and

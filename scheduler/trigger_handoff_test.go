@@ -87,12 +87,12 @@ func TestManualTickDuringHandoff(t *testing.T) {
 		late := h1.request(6, 9, j.Name, "late", 82, time.Now())
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		drained := make(chan time.Time, 1)
+		drained := make(chan Released, 1)
 		go func() { drained <- h1.s.Drain(ctx, 6) }()
 		time.Sleep(100 * time.Millisecond)
 		h1.s.Triggered(late) // the owner is draining: not taken
-		stopped := <-drained
-		g2, _ := h2.grant(6, 12, &Released{StoppedAt: stopped, Token: 9})
+		rel := <-drained
+		g2, _ := h2.grant(6, 12, &rel)
 		h2.s.Acquired(g2)
 		late.Token = 12
 		h2.s.Triggered(late)

@@ -85,9 +85,9 @@ func (l *loop) grant(s int, tok lease.Token, marker *lease.Marker, acquired time
 	}
 	l.m.log.Debug("acquired", "shard", s, "token", tok.Generation)
 	if marker != nil {
-		cp.Released = &scheduler.Released{StoppedAt: marker.StoppedAt, Token: marker.Generation}
+		cp.Released = &scheduler.Released{StoppedAt: marker.StoppedAt, Token: marker.Generation, Handed: marker.Handed}
 	}
-	l.m.h.Acquired(scheduler.Grant{Shard: s, Token: tok.Generation, Lost: h.lost, Deadline: l.sess, Checkpoint: cp})
+	l.m.h.Acquired(scheduler.Grant{Shard: s, Token: tok.Generation, Lost: h.lost, Deadline: l.sess, Contact: l.m.contact, Checkpoint: cp})
 	l.m.trig.grantedShard(s, tok.Generation)
 	l.send(acquireDone{shard: s, h: h})
 }

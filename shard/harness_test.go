@@ -113,7 +113,7 @@ func (r *recorder) Acquired(g scheduler.Grant) {
 	r.grants[g.Shard] = rec
 }
 
-func (r *recorder) Drain(ctx context.Context, shard int) time.Time {
+func (r *recorder) Drain(ctx context.Context, shard int) scheduler.Released {
 	r.mu.Lock()
 	rec := r.grants[shard]
 	hook := r.drainHook
@@ -128,7 +128,7 @@ func (r *recorder) Drain(ctx context.Context, shard int) time.Time {
 		rec.drained = now
 	}
 	r.mu.Unlock()
-	return now
+	return scheduler.Released{StoppedAt: now}
 }
 
 // live returns the shards with a live grant and their tokens.

@@ -309,8 +309,12 @@ func (s store) histTxn(ctx context.Context, batch []*histWrite, errs []error) (r
 		ops = append(ops, hw.ops...)
 	}
 	tctx, cancel := context.WithTimeout(ctx, max(sess.Remaining(), 0))
+	sent := m.contact.Begin()
 	resp, err := m.cli.Txn(tctx).If(cmps...).Then(ops...).Else(reads...).Commit()
 	cancel()
+	if err == nil {
+		m.contact.Answered(sent)
+	}
 	if err != nil {
 		m.noteWrite(err)
 		for _, hw := range batch {

@@ -26,11 +26,12 @@ type Handler interface {
 	// goroutine, concurrently for different shards.
 	Acquired(g scheduler.Grant)
 	// Drain stops firing shard, waits for (or cancels) its runs until ctx
-	// ends (Config.DrainTimeout), and returns when the shard stopped
-	// firing; the successor runs every tick due since then. Called only
+	// ends (Config.DrainTimeout), and returns what the release marker
+	// says: when the shard stopped firing (the successor runs every tick
+	// due since then) and the ticks in flight never started. Called only
 	// after Acquired returned for the shard's Grant, once per Grant, and
 	// never when the Grant was lost (its Lost context is its stop signal).
-	Drain(ctx context.Context, shard int) (stoppedAt time.Time)
+	Drain(ctx context.Context, shard int) scheduler.Released
 }
 
 // Manager keeps this node's share of the shards. Build it with New, run it
@@ -47,6 +48,7 @@ type Manager struct {
 	met     *metrics
 	feed    *feed // ownership changes for the dashboard
 	bad     *baddata.Reporter
+	contact *lease.Contact // this node's contact with etcd (contact.go)
 	started time.Time
 	ran     atomic.Bool
 
@@ -85,8 +87,10 @@ type holding struct {
 	// the previous ownership handed over; nil if none.
 	marker *lease.Marker
 	// Loop-owned fields below.
-	phase     phase
-	stoppedAt time.Time
+	phase phase
+	// released is what the release marker will say; a zero StoppedAt
+	// writes none.
+	released scheduler.Released
 }
 
 type phase int
@@ -124,6 +128,7 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manag
 		held:    map[int]*holding{},
 		v:       newView(),
 		feed:    newFeed(),
+		contact: lease.NewContact(),
 	}
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
@@ -164,6 +169,9 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	}
 	m.h = h // before the loop's goroutines start: they read it unlocked
 	defer m.bg.Wait()
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe() // before the Wait above: Run may return before ctx ends
+	m.bg.Go(func() { m.probeContact(pctx) })
 	if th, ok := m.h.(TriggerHandler); ok {
 		m.trig = newTriggers(m, th) // before any acquisition: grant reads it
 		m.bg.Go(func() { m.trig.run(ctx) })

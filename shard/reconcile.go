@@ -23,8 +23,8 @@ type (
 		err   error
 	}
 	drainDone struct {
-		h         *holding
-		stoppedAt time.Time
+		h   *holding
+		rel scheduler.Released
 	}
 	releaseDone struct {
 		hs   []*holding
@@ -89,9 +89,9 @@ func (l *loop) advanceHoldings(a rebalance.Assignment, now time.Time) (drain, re
 					// It ran nothing: hand on exactly the window it was
 					// handed (none when it got no marker).
 					h.cancel(scheduler.ErrShardLost)
-					h.stoppedAt = time.Time{}
+					h.released = scheduler.Released{}
 					if h.marker != nil {
-						h.stoppedAt = h.marker.StoppedAt
+						h.released = scheduler.Released{StoppedAt: h.marker.StoppedAt, Handed: h.marker.Handed}
 					}
 					h.phase = releasing
 					release = append(release, h)
@@ -294,7 +294,7 @@ func (l *loop) drainEnded(r drainDone) {
 	// so no instant sees this Grant live while a successor holds one.
 	r.h.cancel(scheduler.ErrShardLost)
 	l.m.mu.Lock()
-	r.h.phase, r.h.stoppedAt = releasing, r.stoppedAt
+	r.h.phase, r.h.released = releasing, r.rel
 	l.m.mu.Unlock()
 }
 
@@ -333,12 +333,12 @@ func (l *loop) releaseEnded(r releaseDone) {
 // ended at once by the session's loss.
 func (l *loop) drain(h *holding) {
 	ctx, cancel := context.WithTimeout(l.lostCtx, l.m.cfg.DrainTimeout)
-	stoppedAt := l.m.h.Drain(ctx, h.tok.Shard)
+	rel := l.m.h.Drain(ctx, h.tok.Shard)
 	cancel()
-	if stoppedAt.IsZero() {
-		stoppedAt = time.Now()
+	if rel.StoppedAt.IsZero() {
+		rel.StoppedAt = time.Now()
 	}
-	l.send(drainDone{h: h, stoppedAt: stoppedAt})
+	l.send(drainDone{h: h, rel: rel})
 }
 
 // release sends one batched Release for hs (whose Grants are already
@@ -346,7 +346,7 @@ func (l *loop) drain(h *holding) {
 func (l *loop) release(hs []*holding) {
 	rs := make([]lease.Release, len(hs))
 	for i, h := range hs {
-		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.stoppedAt}
+		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.released.StoppedAt, Handed: h.released.Handed}
 	}
 	ctx, cancel := context.WithTimeout(l.sess.Context(), l.sess.TTL()/2)
 	errs, err := l.sess.Release(ctx, rs)

@@ -175,8 +175,12 @@ func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clien
 	// A write that lands after the safe deadline is unknown anyway; do not
 	// wait longer than that.
 	tctx, cancel := context.WithTimeout(ctx, max(sess.Remaining(), 0))
+	sent := s.m.contact.Begin()
 	resp, err := s.m.cli.Txn(tctx).If(t.cmps...).Then(t.ops...).Else(t.reads...).Commit()
 	cancel()
+	if err == nil {
+		s.m.contact.Answered(sent)
+	}
 	s.m.noteWrite(err)
 	return resp, err
 }

@@ -1,0 +1,335 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// These tests pin the delivery semantics around owner changes: what a
+// successor runs, and whether it marks it a possible re-run. Each was a bug
+// first (docs/design.md, "Delivery semantics").
+
+// rerunOf reports the Rerun mark of the run of tick by h, and whether h ran
+// it at all.
+func rerunOf(h *harness, job string, tick time.Time) (rerun, ran bool) {
+	for _, r := range h.runner.of(job) {
+		if r.Tick.Equal(tick) {
+			return r.Rerun, true
+		}
+	}
+	return false, false
+}
+
+// A run cut by a drain stays in flight, and its successor must mark its
+// run a possible re-run, however early the release's stopped_at is: a tick
+// of another job waiting for the run slot used to move stopped_at before
+// the cut run's tick, and the successor took the cut run for one never
+// started. A tick claimed ahead and never started is named by the release
+// and runs once, unmarked.
+func TestDrainCutRunIsMarkedRerunWhateverStoppedAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		a := jobIn(6, "a", "30 * * * * *")
+		b := jobIn(6, "b", "30 * * * * *")
+		a.Since, b.Since = t0, t0
+		oneSlot := func(c *Config) { c.MaxConcurrentRuns = 1 }
+		h1 := newHarness(t, oneSlot, a, b)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, oneSlot, a, b)
+		defer h2.stop()
+		h1.runner.behave = work(time.Minute) // a takes the slot at :30; b waits
+		g1, _ := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(30 * time.Second)
+		sleepUntil(tick.Add(time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rel := h1.s.Drain(ctx, 6)
+		cancel()
+		if got := rel.Handed[b.Name]; !slices.EqualFunc(got, []time.Time{tick}, time.Time.Equal) {
+			t.Errorf("release names %v for %s, want [%v]: claimed ahead, never started", got, b.Name, tick)
+		}
+		if got := rel.Handed[a.Name]; len(got) != 0 {
+			t.Errorf("release names %v for %s, whose run had started", got, a.Name)
+		}
+		g2, _ := h2.grant(6, 12, &rel)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(5 * time.Second))
+		synctest.Wait()
+		if rerun, ran := rerunOf(h2, a.Name, tick); !ran || !rerun {
+			t.Errorf("successor's run of the cut tick: ran %v, rerun %v; want a marked re-run", ran, rerun)
+		}
+		if rerun, ran := rerunOf(h2, b.Name, tick); !ran || rerun {
+			t.Errorf("successor's run of the handed tick: ran %v, rerun %v; want an ordinary run", ran, rerun)
+		}
+		if _, ran := rerunOf(h1, b.Name, tick); ran {
+			t.Errorf("releaser ran %s's tick it handed over", b.Name)
+		}
+	})
+}
+
+// After a crash nothing is named: a tick its owner claimed ahead is a
+// possible re-run for the successor, even when the successor's clock says
+// it is not due yet (the crashed owner's clock may have been ahead and run
+// it). The successor used to judge "not yet due, so never started" on its
+// own clock.
+func TestCrashLeavesClaimedAheadTickMarked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "ahead", "10 * * * * *")
+		j.Since = t0
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		g1, lose := h1.grant(3, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(-500 * time.Millisecond)) // claimed ahead by now
+		synctest.Wait()
+		if !slices.ContainsFunc(h1.store.record(3, j.Name).InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+			t.Fatalf("tick %v not claimed ahead: %+v", tick, h1.store.record(3, j.Name))
+		}
+		lose(ErrDeadline)
+		g2, _ := h2.grant(3, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(time.Second))
+		synctest.Wait()
+		if rerun, ran := rerunOf(h2, j.Name, tick); !ran || !rerun {
+			t.Errorf("successor's run: ran %v, rerun %v; want a marked re-run", ran, rerun)
+		}
+	})
+}
+
+// A re-run stays marked through every later handoff: a tick whose first
+// run was cut, handed on by an owner that drained before re-running it, is
+// still a possible re-run for the owner after.
+func TestRerunStaysMarkedAcrossHandoffs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(4, "marked", "5 * * * * *")
+		j.Since = t0
+		j.Concurrency = config.ConcurrencyForbid
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		h3 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h3.stop()
+		h1.runner.behave, h2.runner.behave = work(time.Hour), work(time.Hour)
+		g1, lose := h1.grant(4, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(5 * time.Second)
+		sleepUntil(tick.Add(time.Second))
+		lose(ErrDeadline) // the run was going: its effect may have landed
+		// h2 takes the shard and is drained at once: its re-run of the tick
+		// is cut as well.
+		g2, _ := h2.grant(4, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(2 * time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		rel := h2.s.Drain(ctx, 4)
+		cancel()
+		g3, _ := h3.grant(4, 15, &rel)
+		h3.s.Acquired(g3)
+		sleepUntil(tick.Add(3 * time.Second))
+		synctest.Wait()
+		if rerun, ran := rerunOf(h3, j.Name, tick); !ran || !rerun {
+			t.Errorf("third owner's run: ran %v, rerun %v; want a marked re-run", ran, rerun)
+		}
+	})
+}
+
+// A tick handed over to a successor that finds the job suspended is
+// dropped for good: no later owner runs it after the resume. The drop used
+// to remove only flights of the dropping owner's own token.
+func TestSuspendedHandedTickDroppedForGood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(5, "paused", "10 * * * * *")
+		j.Since = t0
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		tick := t0.Add(10 * time.Second)
+		g1, _ := h1.grant(5, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(tick.Add(-300 * time.Millisecond)) // claimed ahead
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		rel := h1.s.Drain(ctx, 5)
+		cancel()
+		suspended := j
+		suspended.Suspend = true
+		h2 := newHarnessWith(t, h1.store, nil, nil, suspended)
+		defer h2.stop()
+		g2, _ := h2.grant(5, 12, &rel)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(2 * time.Second))
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		rel2 := h2.s.Drain(ctx, 5)
+		cancel()
+		if got := h1.store.record(5, j.Name).InFlight; len(got) != 0 {
+			t.Errorf("record still has %v in flight after the suspended owner dropped it", got)
+		}
+		resumed := j
+		resumed.Resumed = tick.Add(3 * time.Second)
+		h3 := newHarnessWith(t, h1.store, nil, nil, resumed)
+		defer h3.stop()
+		sleepUntil(tick.Add(3 * time.Second))
+		g3, _ := h3.grant(5, 15, &rel2)
+		h3.s.Acquired(g3)
+		sleepUntil(tick.Add(5 * time.Second))
+		synctest.Wait()
+		for _, h := range []*harness{h1, h2, h3} {
+			if _, ran := rerunOf(h, j.Name, tick); ran {
+				t.Errorf("tick %v, due while the job was suspended, was run", tick)
+			}
+		}
+	})
+}
+
+// A forbid job's ticks taken over from a crashed owner (its interrupted
+// run and its ticks claimed ahead) run one after another, never side by
+// side: reclaimed ticks used to bypass the concurrency policy.
+func TestReclaimedTicksObeyForbid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(1, "serial", "* * * * * *")
+		j.Since = t0
+		j.Concurrency = config.ConcurrencyForbid
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		h1.runner.behave = work(time.Hour)
+		h2.runner.behave = work(2 * time.Second)
+		g1, lose := h1.grant(1, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(3*time.Second + 100*time.Millisecond))
+		synctest.Wait()
+		if n := len(h1.store.record(1, j.Name).InFlight); n < 2 {
+			t.Fatalf("want a run and a claim ahead in flight, have %d", n)
+		}
+		lose(ErrDeadline)
+		g2, _ := h2.grant(1, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(8 * time.Second))
+		synctest.Wait()
+		runs := h2.runner.all()
+		if len(runs) < 2 {
+			t.Fatalf("successor ran %d ticks, want the reclaimed ones and more", len(runs))
+		}
+		if p := h2.runner.peak.Load(); p != 1 {
+			t.Errorf("forbid job ran %d runs at once on the successor, want 1", p)
+		}
+	})
+}
+
+// Any number of pending manual runs of one job is handled: the owner used
+// to panic at the 33rd not yet done (and so did every owner after it,
+// stopping the whole shard). Past maxManualPending the requests are
+// refused with a skip its requester reads in history; each request is
+// answered exactly once.
+func TestManyPendingTriggers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "manual", "0 0 1 1 *")
+		h := newHarness(t, func(c *Config) { c.HistoryLen = 1000 }, j)
+		defer h.stop()
+		h.runner.behave = work(time.Minute)
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		const n = 400 // the refusals of one instant share a write: more than a transaction holds
+		for i := range n {
+			h.s.Triggered(h.request(2, 9, j.Name, fmt.Sprintf("t%03d", i), int64(100+i), time.Now()))
+		}
+		sleepUntil(t0.Add(3 * time.Minute))
+		synctest.Wait()
+		answered := map[string]int{}
+		refused := 0
+		h.store.mu.Lock()
+		for _, e := range h.store.hist[recKey(2, j.Name)] {
+			answered[e.Trigger]++
+			if e.Status == StatusSkipped {
+				refused++
+			}
+		}
+		h.store.mu.Unlock()
+		ran := len(h.runner.all())
+		if ran < 1 || ran+refused != n || len(answered) != n {
+			t.Errorf("ran %d, refused %d, answered %d of %d manual runs", ran, refused, len(answered), n)
+		}
+		for id, c := range answered {
+			if c != 1 {
+				t.Errorf("request %s answered %d times", id, c)
+			}
+		}
+	})
+}
+
+// A catch-up cut short by an owner change is finished by the next owner:
+// no missed tick is lost, whether the owner crashed or released. A claim
+// ahead of the next ordinary tick used to move the record's last claimed
+// tick past the catch-up's ticks that had not run yet (held behind forbid's
+// runs, or waiting for a run slot), and the next owner started after them.
+func TestCatchUpSurvivesOwnerChange(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policy   config.Concurrency
+		slots    int
+		graceful bool
+	}{
+		{"forbid crash", config.ConcurrencyForbid, 64, false},
+		{"forbid release", config.ConcurrencyForbid, 64, true},
+		{"allow one slot crash", config.ConcurrencyAllow, 1, false},
+		{"allow one slot release", config.ConcurrencyAllow, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(500 * time.Millisecond))
+				j := jobIn(5, "behind", "* * * * * *")
+				j.Concurrency, j.Misfire = tc.policy, config.MisfireRunAll
+				slots := func(c *Config) { c.MaxConcurrentRuns = tc.slots }
+				h1 := newHarness(t, slots, j)
+				defer h1.stop()
+				h2 := newHarnessWith(t, h1.store, nil, slots, j)
+				defer h2.stop()
+				h1.runner.behave = work(1500 * time.Millisecond)
+				h1.store.put(5, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-10 * time.Second)})
+				g1, lose := h1.grant(5, 9, nil)
+				h1.s.Acquired(g1)
+				sleepUntil(t0.Add(4 * time.Second))
+				var rel *Released
+				if tc.graceful {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					r := h1.s.Drain(ctx, 5)
+					cancel()
+					rel = &r
+				} else {
+					lose(ErrDeadline)
+				}
+				g2, _ := h2.grant(5, 12, rel)
+				h2.s.Acquired(g2)
+				sleepUntil(t0.Add(90 * time.Second))
+				synctest.Wait()
+				ran := map[int]bool{}
+				for _, h := range []*harness{h1, h2} {
+					for _, r := range h.runner.all() {
+						if r.cause == nil {
+							ran[int(r.Tick.Sub(t0)/time.Second)] = true
+						}
+					}
+				}
+				for s := -9; s <= 0; s++ {
+					if !ran[s] {
+						t.Errorf("missed tick %d s never ran", s)
+					}
+				}
+			})
+		})
+	}
+}

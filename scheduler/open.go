@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+)
+
+// Claims go in order. A record's LastClaimed says every tick at or before
+// it is decided (claimed, or recorded as skipped), and a later owner starts
+// after it; so a claim of a tick must never move LastClaimed past an
+// earlier tick that is not decided yet: a missed tick catch-up will run
+// (misfire run_once or run_all), one waiting for a run slot, one held
+// behind the job's runs. While a job has such ticks (it is "undecided"),
+// its later ticks are not claimed ahead: each waits in line, unclaimed,
+// until every earlier one is claimed or skipped. Undecided ticks are then
+// always after LastClaimed, and every tick after LastClaimed that is not in
+// flight is undecided, which is what the next owner's catch-up relies on,
+// after a release or a crash alike.
+
+// addOpen records t as a tick in line that no claim covers yet.
+func (rec *jobRec) addOpen(t time.Time) {
+	i, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare)
+	if !found {
+		rec.open = slices.Insert(rec.open, i, t)
+	}
+}
+
+// closeOpen records that t is decided (claimed, skipped or dropped).
+func (rec *jobRec) closeOpen(t time.Time) {
+	if i, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare); found {
+		if rec.open = slices.Delete(rec.open, i, i+1); len(rec.open) == 0 {
+			rec.open = nil
+		}
+	}
+}
+
+// undecided reports whether the job has due ticks no claim covers yet: in
+// line, or still to come from a catch-up.
+func (rec *jobRec) undecided() bool { return len(rec.open) > 0 || rec.backlog != nil }
+
+// decidedBefore reports whether every tick of the job before t is decided,
+// so that t may be claimed or skipped now.
+func (rec *jobRec) decidedBefore(t time.Time) bool {
+	if len(rec.open) > 0 && rec.open[0].Before(t) {
+		return false
+	}
+	if b := rec.backlog; b != nil {
+		if next := rec.e.sched.Next(b.from); !next.IsZero() && !next.After(b.end) && next.Before(t) {
+			return false
+		}
+	}
+	return true
+}
