@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -154,7 +155,13 @@ func markerString(mk *scheduler.Released) string {
 	if mk == nil {
 		return "none"
 	}
-	return fmt.Sprintf("{stopped_at %s token %d}", ts(mk.StoppedAt), mk.Token)
+	var handed []string
+	for _, job := range slices.Sorted(maps.Keys(mk.Handed)) {
+		for _, t := range mk.Handed[job] {
+			handed = append(handed, job+"/"+ts(t))
+		}
+	}
+	return fmt.Sprintf("{stopped_at %s token %d handed %v}", ts(mk.StoppedAt), mk.Token, handed)
 }
 
 // release is lease.Session.Release: guarded by the generation, delete the

@@ -62,10 +62,12 @@ func (nm *nemesis) heal(now time.Time) bool {
 			close(n.resume)
 			n.resume = nil
 			w.mu.Unlock()
+			w.contact(n, now)
 			w.note(n.name, -1, "", "resumed from pause")
 			return true
 		case !n.partUntil.IsZero() && !now.Before(n.partUntil):
 			n.partUntil = time.Time{}
+			w.contact(n, now)
 			w.note(n.name, -1, "", "partition healed")
 			return true
 		}
@@ -117,12 +119,14 @@ func (nm *nemesis) act(now, end time.Time) bool {
 			w.mu.Lock()
 			n.resume = make(chan struct{})
 			w.mu.Unlock()
+			w.contact(n, now)
 			w.note(n.name, -1, "", fmt.Sprintf("paused until %s", ts(n.pausedUntil)))
 		}
 	case k < 22:
 		if n.alive && n.partUntil.IsZero() {
 			n.partUntil = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(15*time.Second))))
 			n.partFail = r.IntN(2) == 0
+			w.contact(n, now)
 			w.note(n.name, -1, "", fmt.Sprintf("partitioned from the store until %s (fail %v)", ts(n.partUntil), n.partFail))
 		}
 	case k < 42:

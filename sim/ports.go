@@ -21,8 +21,10 @@ type session struct {
 	lease    int64
 	deadline atomic.Int64 // Unix nanoseconds; 0 once declared lost
 	// contact is the send time of the latest request the store answered
-	// (Unix nanoseconds): Grant.Contact once the scheduler takes one.
+	// (Unix nanoseconds); cut is when the node lost the store (partition,
+	// pause; 0 while it reaches it). Together they are Grant.Contact.
 	contact   atomic.Int64
+	cut       atomic.Int64
 	nextRenew time.Time
 	lost      bool
 	// ctx is cancelled when the session is declared lost (the shard
@@ -41,9 +43,34 @@ func (s *session) Remaining() time.Duration {
 
 func (s *session) deadlineAt() time.Time { return time.Unix(0, s.deadline.Load()) }
 
+// probeEvery is the shard package's contact probe period: while a node
+// reaches the store, its latest answered request is at most this old.
+const probeEvery = 50 * time.Millisecond
+
 // ContactAge is how long since the send of the latest request the store
-// answered.
-func (s *session) ContactAge() time.Duration { return time.Since(time.Unix(0, s.contact.Load())) }
+// answered. While the node reaches the store the probe answers every
+// probeEvery (modelled, not sent: it would cost a sim step each).
+func (s *session) ContactAge() time.Duration {
+	now := time.Now()
+	if s.cut.Load() == 0 {
+		return time.Duration(now.UnixNano() % int64(probeEvery))
+	}
+	return now.Sub(time.Unix(0, s.contact.Load()))
+}
+
+// setCut records that the node lost (or regained) the store at now; the
+// last probe before the cut counts as an answer.
+func (s *session) setCut(now time.Time, cut bool) {
+	if !cut {
+		s.cut.Store(0)
+		s.answered(now)
+		return
+	}
+	if s.cut.Load() == 0 {
+		s.answered(now.Add(-time.Duration(now.UnixNano() % int64(probeEvery))))
+		s.cut.Store(now.UnixNano())
+	}
+}
 
 func (s *session) answered(sent time.Time) {
 	if n := sent.UnixNano(); n > s.contact.Load() {

@@ -113,10 +113,10 @@ type holding struct {
 }
 
 type drainDone struct {
-	n       *node
-	inc     int
-	h       *holding
-	stopped time.Time
+	n   *node
+	inc int
+	h   *holding
+	rel scheduler.Released // what Drain returned
 }
 
 func (n *node) connected(now time.Time) bool {
@@ -265,6 +265,14 @@ func (w *world) stopNode(n *node, why string) {
 	w.mu.Unlock()
 	n.pausedUntil, n.partUntil = time.Time{}, time.Time{}
 	w.note(n.name, -1, "", "crashed: "+why)
+}
+
+// contact updates n's session's Contact after a partition or pause began
+// or ended.
+func (w *world) contact(n *node, now time.Time) {
+	if n.sess != nil {
+		n.sess.setCut(now, !n.connected(now))
+	}
 }
 
 // register hands a call to the sim; false if its node incarnation is gone.
@@ -628,7 +636,7 @@ func (w *world) grant(n *node, s int, now time.Time) {
 	h := &holding{shard: s, gen: gen, sess: n.sess}
 	h.lost, h.cancel = context.WithCancelCause(context.Background())
 	n.held[s] = h
-	g := scheduler.Grant{Shard: s, Token: gen, Lost: h.lost, Deadline: n.sess,
+	g := scheduler.Grant{Shard: s, Token: gen, Lost: h.lost, Deadline: n.sess, Contact: n.sess,
 		Checkpoint: scheduler.Checkpoint{Records: w.m.checkpoint(s), Released: marker}}
 	trigs := w.m.triggersOf(s, gen)
 	sched := n.sched
@@ -678,10 +686,10 @@ func (w *world) drainShard(n *node, h *holding) {
 	sched, inc := n.sched, n.inc
 	w.note(n.name, h.shard, "", fmt.Sprintf("drain gen %d", h.gen))
 	go func() {
-		stopped := sched.Drain(ctx, h.shard)
+		rel := sched.Drain(ctx, h.shard)
 		cancel()
 		w.mu.Lock()
-		w.drains = append(w.drains, drainDone{n: n, inc: inc, h: h, stopped: stopped})
+		w.drains = append(w.drains, drainDone{n: n, inc: inc, h: h, rel: rel})
 		w.wake()
 		w.mu.Unlock()
 	}()
@@ -701,9 +709,9 @@ func (w *world) drainEnded() bool {
 	if !d.n.alive || d.n.inc != d.inc || d.n.held[d.h.shard] != d.h {
 		return true
 	}
-	w.note(d.n.name, d.h.shard, "", fmt.Sprintf("drained gen %d, stopped_at %s", d.h.gen, ts(d.stopped)))
-	c := &call{kind: callRelease, shard: d.h.shard, token: d.h.gen, h: d.h,
-		rel: scheduler.Released{StoppedAt: d.stopped, Token: d.h.gen}, key: fmt.Sprintf("r%d", d.h.shard)}
+	rel := scheduler.Released{StoppedAt: d.rel.StoppedAt, Token: d.h.gen, Handed: d.rel.Handed}
+	w.note(d.n.name, d.h.shard, "", fmt.Sprintf("drained gen %d: %s", d.h.gen, markerString(&rel)))
+	c := &call{kind: callRelease, shard: d.h.shard, token: d.h.gen, h: d.h, rel: rel, key: fmt.Sprintf("r%d", d.h.shard)}
 	c.n, c.inc, c.sentAt, c.reply = d.n, d.inc, time.Now(), make(chan any, 1)
 	if w.register(c) {
 		go func() { <-c.reply }()
