@@ -11,6 +11,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The checker: each property of DESIGN.md "Delivery semantics" is one
@@ -63,13 +64,20 @@ type History struct {
 	Triggers map[string]trigInfo
 	Consumed map[string]string
 	Pending  map[string]bool
+	// Final is each job's record as the store holds it at the end.
+	Final map[string]scheduler.Record
 }
 
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
-		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}}
+		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{}}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
+	}
+	for k, st := range w.m.recs {
+		if r, err := scheduler.DecodeRecord(st.Value); err == nil {
+			h.Final[k.job] = r
+		}
 	}
 	for _, r := range w.runs {
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: r.run.Job.Name, Tick: r.run.Tick, Token: r.run.Token,
@@ -179,8 +187,11 @@ func (h *History) runsOf(job string) []Run {
 
 // noLostTick: every tick of a run_all job (allow or replace, or forbid
 // when no run of it was running at the tick) is run, up to the quiet
-// stretch's last seconds. Only jobs never edited nor removed are held to
-// it; a suspension excuses the ticks it covers and those not run before it.
+// stretch's last seconds, or is still to run at the end: in flight in the
+// final record, or after its last claimed tick (a catch-up that has not
+// caught up is late, not lost). Only jobs never edited nor removed are held
+// to it; a suspension excuses the ticks it covers and those not run before
+// it.
 func noLostTick(h *History) []Violation {
 	var vs []Violation
 	until := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet/2)
@@ -206,9 +217,11 @@ func noLostTick(h *History) []Violation {
 			}
 		}
 		sus := suspensions(ss)
+		final := h.Final[name]
 	ticks:
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
-			if _, ok := ran[t]; ok {
+			if _, ok := ran[t]; ok || t.After(final.LastClaimed) ||
+				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
 			for _, s := range sus {
@@ -254,10 +267,19 @@ func noUnmarkedRepeat(h *History) []Violation {
 
 // noSuspendedRun: no tick that came due while its job was suspended ever
 // runs, no run of a scheduled tick at or before the resume starts after
-// it, and nothing starts while the job is suspended.
+// it (a marked re-run of a tick whose first run started before the
+// suspension excepted: at least once), and nothing starts while the job
+// is suspended.
 func noSuspendedRun(h *History) []Violation {
 	var vs []Violation
 	lives := h.lives()
+	first := map[string]time.Time{} // job/tick -> its first start
+	for _, r := range h.Runs {
+		k := r.Job + "/" + r.Tick.String()
+		if f, ok := first[k]; !ok || r.Start.Before(f) {
+			first[k] = r.Start
+		}
+	}
 	for _, r := range h.Runs {
 		for _, s := range suspensions(lives[r.Job]) {
 			switch {
@@ -267,7 +289,8 @@ func noSuspendedRun(h *History) []Violation {
 			case r.Start.After(s[0]) && r.Start.Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)})
-			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]):
+			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]) &&
+				!(r.Rerun && first[r.Job+"/"+r.Tick.String()].Before(s[0])):
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
 					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)})
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The checker itself: each property flags a crafted violation and passes
@@ -20,7 +21,8 @@ func tiny(j config.Job) *History {
 	j.Name, j.Schedule, j.Since = "j", "*/2 * * * * *", t0
 	h := &History{Seed: 7, Cfg: Config{Shards: 4, Duration: 16 * time.Second, Quiet: 8 * time.Second}, Start: t0,
 		Sets:     []setAt{{t0, config.JobSet{Version: 1, Jobs: []config.Job{j}}}},
-		Triggers: map[string]trigInfo{}, Consumed: map[string]string{}, Pending: map[string]bool{}}
+		Triggers: map[string]trigInfo{}, Consumed: map[string]string{}, Pending: map[string]bool{},
+		Final: map[string]scheduler.Record{"j": {LastClaimed: at(20)}}}
 	for s := 2.0; s <= 20; s += 2 {
 		h.Runs = append(h.Runs, Run{Node: "n1", Job: "j", Tick: at(s), Token: 5, Attempt: 1, Start: at(s), End: at(s + 0.5), Deadline: at(100)})
 	}
@@ -47,6 +49,10 @@ func TestCheckerProperties(t *testing.T) {
 	}{
 		{"clean", allowAll, func(*History) {}, "", ""},
 		{"lost", allowAll, func(h *History) { h.Runs = append(h.Runs[:3], h.Runs[4:]...) }, "no tick lost", ""},
+		{"late, not lost", allowAll, func(h *History) {
+			h.Runs = h.Runs[:8] // ticks 18 and 20 still to run: in flight, or not yet claimed
+			h.Final["j"] = scheduler.Record{LastClaimed: at(18), InFlight: []scheduler.Flight{{Tick: at(18), Token: 5}}}
+		}, "", ""},
 		{"forbid excuses a tick due while running", forbidAll, func(h *History) {
 			h.Runs[2].End = at(8.5) // tick 6 runs past tick 8
 			h.Runs = append(h.Runs[:3], h.Runs[4:]...)
