@@ -267,19 +267,12 @@ func noUnmarkedRepeat(h *History) []Violation {
 
 // noSuspendedRun: no tick that came due while its job was suspended ever
 // runs, no run of a scheduled tick at or before the resume starts after
-// it (a marked re-run of a tick whose first run started before the
-// suspension excepted: at least once), and nothing starts while the job
-// is suspended.
+// it (a marked re-run of a tick due before the suspension excepted: the
+// scheduler holds a possible re-run of a suspended job until the resume,
+// at least once), and nothing starts while the job is suspended.
 func noSuspendedRun(h *History) []Violation {
 	var vs []Violation
 	lives := h.lives()
-	first := map[string]time.Time{} // job/tick -> its first start
-	for _, r := range h.Runs {
-		k := r.Job + "/" + r.Tick.String()
-		if f, ok := first[k]; !ok || r.Start.Before(f) {
-			first[k] = r.Start
-		}
-	}
 	for _, r := range h.Runs {
 		for _, s := range suspensions(lives[r.Job]) {
 			switch {
@@ -290,7 +283,7 @@ func noSuspendedRun(h *History) []Violation {
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)})
 			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]) &&
-				!(r.Rerun && first[r.Job+"/"+r.Tick.String()].Before(s[0])):
+				!(r.Rerun && !r.Tick.After(s[0])):
 				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
 					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)})
 			}

@@ -21,7 +21,7 @@ var (
 	flagSeed   = flag.Uint64("sim.seed", 0, "replay this one seed, verbosely")
 	flagSeeds  = flag.Int("sim.seeds", 0, "run this many seeds from -sim.start (a long run), across GOMAXPROCS bubbles")
 	flagStart  = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
-	flagBursts = flag.Bool("sim.bursts", false, "let the nemesis file 40 trigger requests for one job at once")
+	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).

@@ -28,7 +28,7 @@ type Config struct {
 	DrainTimeout    time.Duration
 	// Bursts lets the nemesis file 40 trigger requests for one job at
 	// once (issue 21: the scheduler panicked at the 33rd pending manual
-	// run, which kills the whole test binary, so it is off by default).
+	// run, which kills the whole test binary).
 	Bursts bool
 	// Log, when set, receives every event as it happens and the
 	// schedulers' own logs.
@@ -38,7 +38,7 @@ type Config struct {
 // Default is the configuration CI seeds run with.
 func Default() Config {
 	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second}
+		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true}
 }
 
 // Event is one thing the sim saw happen outside the runs: ownership,
