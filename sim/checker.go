@@ -330,8 +330,9 @@ func forbidNeverOverlaps(h *History) []Violation {
 }
 
 // manualOnce: a trigger request claimed runs once (unmarked), one
-// skipped never runs, and none is left unconsumed for a job that exists
-// and fires at the end.
+// skipped never runs, and none is left behind: neither claimed and out of
+// the record unrun, nor untaken once its job's ticks went past it (a job
+// whose catch-up has not reached the request's time is late, not lost).
 func manualOnce(h *History) []Violation {
 	var vs []Violation
 	runs := map[string][]Run{}
@@ -358,9 +359,10 @@ func manualOnce(h *History) []Violation {
 			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s ran %d times unmarked: %v", id, len(unmarked), unmarked)})
 		case h.Consumed[id] == "skip" && len(runs[id]) > 0:
 			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s recorded as skipped but ran: %v", id, runs[id])})
-		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched:
+		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched &&
+			!slices.ContainsFunc(h.Final[ti.job].InFlight, func(f scheduler.Flight) bool { return f.Trigger == id }):
 			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s claimed but never ran", id)})
-		case h.Pending[id] && !touched:
+		case h.Pending[id] && !touched && h.Final[ti.job].LastClaimed.After(ti.at):
 			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s (requested %s) never taken", id, ts(ti.at))})
 		}
 	}
