@@ -33,6 +33,18 @@ test: etcd test-alerts
 	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(TESTFLAGS) $(PKGS)
 	$(MAKE) k8s-check
 
+# The fast loop, a minute or two: the packages whose tests run in this
+# process (pure code, fakes, embedded etcd), under -short and without the
+# race detector. Left to `make test`: the multi-process suites
+# (cmd/shardcron, the docs quick start), the etcd test helpers, and the
+# slow real-etcd packages (internal/etcdembed, jobstore, shard: a minute
+# or more each).
+UNIT_PKGS := ./cronspec ./rebalance ./config ./httpauth ./internal/baddata \
+	./internal/keyspace ./internal/ledger ./internal/poll ./internal/gcpace \
+	./scheduler ./runner ./lease ./control ./dashboard ./replica
+test-unit:
+	$(GO) test -short -count=1 $(UNIT_PKGS)
+
 # Renders deploy/kubernetes with kustomize (krusty) and decodes every object
 # strictly into its typed API. Its heavy dependencies (k8s.io/api, kustomize,
 # prometheus-operator) live in deploy/kubernetes/check/go.mod, never in ours.

@@ -23,6 +23,15 @@ const (
 	MisfireRunAll  Misfire = "run_all"  // run each, within the starting deadline
 )
 
+// Redirects says which redirects an http job follows.
+type Redirects string
+
+const (
+	RedirectsNone     Redirects = "none"      // none: the 3xx response is the run's answer
+	RedirectsSameHost Redirects = "same_host" // to the same host and port (and http to https on the default ports)
+	RedirectsAny      Redirects = "any"       // to any host the egress rules allow, without the job's headers and body
+)
+
 // Job is one entry of the jobs file, with defaults applied once validated
 // (SetDefaults; ParseJobs does it). Exactly one of HTTP, Exec and Func is set.
 type Job struct {
@@ -63,8 +72,14 @@ type Job struct {
 	// the job's timeout. Nil, the default: one attempt.
 	Retries *Retries `yaml:"retries,omitempty" json:"retries,omitempty"`
 	// Env is added to an exec job's environment (only exec jobs take it).
-	// Values may hold ${SHARDCRON_JOB_*} references.
+	// Values may hold ${SHARDCRON_JOB_*} references; PATH is never set by
+	// a job (programs are found with the server's PATH).
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// KeepOutput false keeps no output of the job's runs in the history
+	// (the response body, the process's stdout and stderr): for targets
+	// that answer with data the history's readers must not see. Nil, the
+	// default: kept (up to the runner's bound).
+	KeepOutput *bool `yaml:"keep_output,omitempty" json:"keep_output,omitempty"`
 
 	// Since is when a job of this name was first applied to the cluster; a
 	// new owner never runs ticks before it. Set by the job store, not the file.
@@ -101,7 +116,15 @@ type HTTPTarget struct {
 	Body    string            `yaml:"body,omitempty" json:"body,omitempty"`
 	// ExpectStatus lists the statuses that count as success; empty means 2xx.
 	ExpectStatus []int `yaml:"expect_status,omitempty" json:"expect_status,omitempty"`
+	// FollowRedirects says which redirects the request follows: none,
+	// same_host or any. Empty, the default: same_host. A redirect is
+	// never followed from https to http; Referer is never sent; to another
+	// host (any) the job's headers and body are dropped.
+	FollowRedirects Redirects `yaml:"follow_redirects,omitempty" json:"follow_redirects,omitempty"`
 }
+
+// Keeps says whether the job's run output is kept in the history.
+func (j *Job) Keeps() bool { return j.KeepOutput == nil || *j.KeepOutput }
 
 // ExecTarget is a process the job starts on every tick, without a shell
 // unless Command names one.

@@ -16,8 +16,8 @@ const (
 )
 
 var (
-	jobFields   = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env"}
-	httpFields  = []string{"url", "method", "headers", "body", "expect_status"}
+	jobFields   = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output"}
+	httpFields  = []string{"url", "method", "headers", "body", "expect_status", "follow_redirects"}
 	execFields  = []string{"command", "dir"}
 	retryFields = []string{"attempts", "backoff"}
 )
@@ -188,6 +188,10 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			j.Retries = d.retries(v)
 		case "env":
 			j.Env, _ = d.strMap(v, key, false)
+		case "keep_output":
+			if b, ok := d.boolean(v, key); ok {
+				j.KeepOutput = &b
+			}
 		default:
 			d.unknown(k, key, jobFields)
 		}
@@ -210,6 +214,9 @@ func (d *decoder) httpTarget(n *yaml.Node) *HTTPTarget {
 			h.Body, _ = d.str(v, field)
 		case "expect_status":
 			h.ExpectStatus, _ = d.intList(v, field)
+		case "follow_redirects":
+			s, _ := d.nonEmpty(v, field, "omit it for the default, same_host")
+			h.FollowRedirects = Redirects(s)
 		default:
 			d.unknown(k, field, httpFields)
 		}

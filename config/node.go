@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -39,7 +40,7 @@ const (
 	MaxConcurrentRunsLimit = 1_000_000
 )
 
-// Node is one replica's settings: the `server` flags of DESIGN.md's public
+// Node is one replica's settings: the `server` flags of docs/design.md's public
 // contract. Each field is a flag (--lease-ttl), an environment variable
 // (SHARDCRON_LEASE_TTL) and a key of the --config file (lease_ttl); see
 // ResolveNode for the precedence.
@@ -120,9 +121,21 @@ type Node struct {
 	// runs fail, saying so). Default true.
 	Exec bool `yaml:"exec"`
 	// ExecAllow, when not empty, lists the programs exec jobs may start on
-	// this replica: a job's command[0] exactly, or an absolute path inside
-	// an entry ending in "/". See runner.ExecPolicy.
+	// this replica: a program found with the server's PATH, or an absolute
+	// directory ending in "/", compared as files with symlinks evaluated.
+	// See runner.ExecPolicy.
 	ExecAllow []string `yaml:"exec_allow"`
+	// EgressDeny lists networks (CIDRs, or single addresses) http jobs may
+	// not connect to, on top of the runner's defaults (link-local and cloud
+	// metadata addresses). See runner.EgressPolicy.
+	EgressDeny []string `yaml:"egress_deny"`
+	// EgressAllow lists networks http jobs may connect to although a deny
+	// entry covers them; the longest matching prefix decides.
+	EgressAllow []string `yaml:"egress_allow"`
+	// ExecEnvAllow, when not empty, lists the variables an exec job's env
+	// may set on this replica: names, or prefixes ending in "*"; never
+	// PATH. See runner.ExecPolicy.
+	ExecEnvAllow []string `yaml:"exec_env_allow"`
 }
 
 // HTTPAuth says whether token auth is on.
@@ -260,6 +273,18 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 			bad("exec_allow", "%q: a directory entry must be an absolute path", a)
 		}
 	}
+	for key, list := range map[string][]string{"egress_deny": n.EgressDeny, "egress_allow": n.EgressAllow} {
+		for _, c := range list {
+			if _, err := ParsePrefix(c); err != nil {
+				bad(key, "%q is not a network (a CIDR such as 10.0.0.0/8, or an address)", c)
+			}
+		}
+	}
+	for _, e := range n.ExecEnvAllow {
+		if name := strings.TrimSuffix(e, "*"); name == "PATH" || (name != "" && !envName.MatchString(name)) {
+			bad("exec_env_allow", "%q: not a variable name or a prefix ending in * (and never PATH: programs are found with the server's PATH)", e)
+		}
+	}
 	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
 		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+
 			"set --http-operate-tokens-file and/or --http-read-tokens-file (SHARDCRON_HTTP_OPERATE_TOKENS_FILE, ...), "+
@@ -316,4 +341,29 @@ func loadNodeFileKeys(n Node, path string) (Node, map[string]int, error) {
 		return Node{}, nil, err
 	}
 	return n, set, nil
+}
+
+// ParsePrefix parses a network as egress_deny and egress_allow take it: a
+// CIDR, or a single address (a /32 or /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	return p.Masked(), err
+}
+
+// EgressPrefixes returns EgressDeny and EgressAllow parsed (Validate has
+// checked them; an entry that does not parse is left out).
+func (n Node) EgressPrefixes() (deny, allow []netip.Prefix) {
+	parse := func(list []string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, c := range list {
+			if p, err := ParsePrefix(c); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return parse(n.EgressDeny), parse(n.EgressAllow)
 }

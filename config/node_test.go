@@ -258,6 +258,9 @@ http_open: [healthz]
 insecure_http: false
 exec: false
 exec_allow: [/usr/local/bin/, /usr/bin/true]
+egress_deny: [127.0.0.0/8, "::1"]
+egress_allow: [169.254.169.254]
+exec_env_allow: [LANG, LC_*]
 `)
 	n, err := LoadNodeFile(path)
 	if err != nil {
@@ -267,7 +270,8 @@ exec_allow: [/usr/local/bin/, /usr/bin/true]
 		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
 		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "",
 		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
-		false, []string{"/usr/local/bin/", "/usr/bin/true"}}
+		false, []string{"/usr/local/bin/", "/usr/bin/true"},
+		[]string{"127.0.0.0/8", "::1"}, []string{"169.254.169.254"}, []string{"LANG", "LC_*"}}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

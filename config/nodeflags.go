@@ -73,7 +73,10 @@ var nodeSettings = []setting{
 	{"http_open", "with token auth, which of healthz, readyz, metrics stay open (none: protect all)", func(n *Node) any { return &n.HTTPOpen }, ServerOnly},
 	{"insecure_http", "allow listening beyond loopback without token auth", func(n *Node) any { return &n.InsecureHTTP }, ServerOnly},
 	{"exec", "run exec jobs on this replica (false: refuse them all)", func(n *Node) any { return &n.Exec }, ServerOnly},
-	{"exec_allow", "programs exec jobs may start here: a command[0] exactly, or a directory ending in / (default: any)", func(n *Node) any { return &n.ExecAllow }, ServerOnly},
+	{"exec_allow", "programs exec jobs may start here: a program found with the server's PATH, or a directory ending in /; symlinks evaluated (default: any)", func(n *Node) any { return &n.ExecAllow }, ServerOnly},
+	{"egress_deny", "networks http jobs may not connect to, CIDRs or addresses, checked on the resolved address of every connection and redirect; added to the default 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 0.0.0.0/8, :: (deny loopback with 127.0.0.0/8,::1)", func(n *Node) any { return &n.EgressDeny }, ServerOnly},
+	{"egress_allow", "networks http jobs may connect to although a deny covers them (the longest matching prefix decides; allow wins a tie)", func(n *Node) any { return &n.EgressAllow }, ServerOnly},
+	{"exec_env_allow", "variables exec jobs' env may set here: names, or prefixes ending in * (default: any but PATH; with --exec-allow, none that loads code such as LD_*, BASH_ENV, PYTHON*)", func(n *Node) any { return &n.ExecEnvAllow }, ServerOnly},
 }
 
 // secretFiles pairs a secret setting with the setting naming a file that

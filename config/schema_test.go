@@ -132,6 +132,8 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 			g.defs[t.Elem().Name()] = g.object(t.Elem())
 		}
 		return map[string]any{"$ref": "#/$defs/" + t.Elem().Name()}
+	case t.Kind() == reflect.Pointer:
+		return g.schema(t.Elem()) // an optional scalar: absent is its default
 	case t.Kind() == reflect.String:
 		if vals, ok := g.enums[t.Name()]; ok && t.Name() != "string" {
 			return map[string]any{"type": "string", "enum": vals}

@@ -139,6 +139,8 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 			bad(field, "not a variable name (letters, digits and _, not starting with a digit)")
 		case slices.Contains(reservedEnv, k):
 			bad(field, "is set by shardcron on every run")
+		case k == "PATH":
+			bad(field, "a job does not set PATH: programs are found with the server's PATH (give command[0] as an absolute path instead)")
 		}
 		if strings.IndexByte(j.Env[k], 0) >= 0 {
 			bad(field, "holds a NUL byte")
@@ -199,6 +201,9 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 		checkExpansion(field, v, report)
 	}
 	checkExpansion("http.body", h.Body, report)
+	if h.FollowRedirects != "" && !slices.Contains([]Redirects{RedirectsNone, RedirectsSameHost, RedirectsAny}, h.FollowRedirects) {
+		bad("http.follow_redirects", "%q must be one of none, same_host, any", h.FollowRedirects)
+	}
 	seen := map[int]bool{}
 	for i, code := range h.ExpectStatus {
 		field := fmt.Sprintf("http.expect_status[%d]", i)

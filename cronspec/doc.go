@@ -5,7 +5,7 @@
 // first, names such as jan or mon, and the descriptors @yearly, @annually,
 // @monthly, @weekly, @daily, @midnight, @hourly and @every), but fire times
 // are computed here, not by robfig's SpecSchedule.Next, so that daylight
-// saving time follows DESIGN.md ("Time"):
+// saving time follows docs/design.md ("Time"):
 //
 //   - Fixed-time jobs (neither the minute nor the hour field is a wildcard
 //     or a step; @daily, @weekly, @monthly, @yearly) follow ISC cron: a

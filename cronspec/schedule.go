@@ -103,7 +103,7 @@ func parseEvery(spec, arg string, loc *time.Location) (Schedule, error) {
 }
 
 // isFixedTime reports whether a spec robfig accepted is fixed-time in the
-// sense of DESIGN.md: neither its minute nor its hour field is a wildcard
+// sense of docs/design.md: neither its minute nor its hour field is a wildcard
 // (* or ?) or a step (/). @hourly is the only descriptor that is not.
 func isFixedTime(spec string) bool {
 	if strings.HasPrefix(spec, "@") {

@@ -37,7 +37,7 @@ func newSpec(c *cron.SpecSchedule, loc *time.Location, fixed bool) *spec {
 // Next walks the zone's offset periods from t on. Within one period wall
 // time and instant differ by a constant offset, so the search is a plain
 // calendar search over wall seconds (nextWall), bounded by the period's end.
-// Between periods DESIGN.md's rules apply: for a fixed-time job, a wall time
+// Between periods docs/design.md's rules apply: for a fixed-time job, a wall time
 // that falls in the gap before a period fires at the period's first instant,
 // and a wall time the previous period already showed (a repeated hour) does
 // not fire again.

@@ -21,7 +21,7 @@ import (
 	"github.com/shardcron/shardcron/shard"
 )
 
-// The cluster under test: what DESIGN.md's fault list needs, at S = 256 and
+// The cluster under test: what docs/design.md's fault list needs, at S = 256 and
 // a TTL of 5 s (six etcd election timeouts of 800 ms fit in it).
 const (
 	clusterName  = "e2e"

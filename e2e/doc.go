@@ -9,7 +9,7 @@
 // can be cut off from etcd alone while it still reaches the ledger. The
 // suite reads ownership from etcd and fires from the ledger, from the host,
 // over the containers' addresses on those networks; nothing else is
-// contacted. Every scenario checks the ledger against DESIGN.md ("What works
+// contacted. Every scenario checks the ledger against docs/design.md ("What works
 // means") and prints its figures; containers, networks and volumes are
 // removed when the test ends, failed or not, and leftovers of an earlier run
 // that could not clean up are removed first. Concurrent runs against one

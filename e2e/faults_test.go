@@ -24,7 +24,7 @@ func (c *cluster) victim() (string, []int) {
 }
 
 // isolate runs one fault against the victim for TTL + 2 s (cut and heal
-// are the docker commands that start and end it) and checks DESIGN.md's
+// are the docker commands that start and end it) and checks docs/design.md's
 // promises: the victim stops acting within the TTL, its shards are taken
 // within the takeover bound, nothing it sends meanwhile is accepted.
 func isolate(t *testing.T, c *cluster, f *figures, what string, cut, heal []string) {
@@ -68,7 +68,7 @@ func pause(t *testing.T, c *cluster, f *figures) {
 }
 
 // 7. Stop the etcd leader's container: firing resumes after the election;
-// duplicates only as DESIGN.md allows; no shard changes hands.
+// duplicates only as docs/design.md allows; no shard changes hands.
 func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 	c.waitStable("before stopping the etcd leader")
 	before, err := c.owners()

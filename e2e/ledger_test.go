@@ -42,13 +42,13 @@ type report struct {
 }
 
 // licence says whether repeat, an accepted fire of the tick first already
-// took effect for, is one DESIGN.md allows.
+// took effect for, is one docs/design.md allows.
 type licence func(first, repeat fire) bool
 
 // noRepeats allows none: what a graceful handoff must give.
 func noRepeats(first, repeat fire) bool { return false }
 
-// markedReruns allows a marked re-run, DESIGN.md's only licence for a tick
+// markedReruns allows a marked re-run, docs/design.md's only licence for a tick
 // accepted twice, after a fault that can land between a run's effect and
 // its completion record.
 func markedReruns(first, repeat fire) bool { return repeat.Rerun }
@@ -129,7 +129,7 @@ func (c *cluster) verify(from, to time.Time, allowed licence) report {
 		c.t.Errorf("%d ticks missed: %s", r.missed, strings.Join(r.missedTicks[:min(20, len(r.missedTicks))], ", "))
 	}
 	if len(r.badDups) > 0 {
-		c.t.Errorf("ticks accepted twice without DESIGN.md's licence: %s", strings.Join(r.badDups[:min(20, len(r.badDups))], "; "))
+		c.t.Errorf("ticks accepted twice without docs/design.md's licence: %s", strings.Join(r.badDups[:min(20, len(r.badDups))], "; "))
 	}
 	return r
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// takeoverBound is DESIGN.md's bound for a crashed (cut off, paused)
+// takeoverBound is docs/design.md's bound for a crashed (cut off, paused)
 // owner's shards, TTL + 1 s, plus 2 s for what the suite adds: polling etcd
 // from the host every 100 ms on a 2-core machine shared with other work.
 const takeoverBound = ttl + time.Second + 2*time.Second
@@ -176,7 +176,7 @@ func scaleTo2(t *testing.T, c *cluster, f *figures) {
 		if res[i].code != 0 {
 			t.Errorf("%s exited %d after SIGTERM, want 0", n, res[i].code)
 		}
-		// DESIGN.md: exit within the drain timeout plus a second; the
+		// docs/design.md: exit within the drain timeout plus a second; the
 		// docker CLI's own round trips come on top.
 		if bound := drainTimeout + time.Second + 2*time.Second; res[i].took > bound {
 			t.Errorf("%s took %v to stop, over %v", n, res[i].took, bound)

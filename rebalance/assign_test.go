@@ -155,7 +155,7 @@ func TestAssignProperties(t *testing.T) {
 }
 
 // A join moves at most 1.3× the ideal S/N at S = 1,024, for N = 1..12
-// (DESIGN.md measured 1.26× at load 1.25). Also logs the churn between
+// (docs/design.md measured 1.26× at load 1.25). Also logs the churn between
 // members that both stay.
 func TestJoinMovesNearIdeal(t *testing.T) {
 	const S = 1024

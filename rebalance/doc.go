@@ -18,5 +18,5 @@
 //     without replicas).
 //
 // The Assignment is advice: etcd decides who actually holds each shard
-// lease (DESIGN.md, "Two-level mapping").
+// lease (docs/design.md, "Two-level mapping").
 package rebalance

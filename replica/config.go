@@ -47,6 +47,8 @@ type Config struct {
 	Env func(string) (string, bool)
 	// ExecPolicy says which exec jobs this replica runs.
 	ExecPolicy runner.ExecPolicy
+	// Egress says which addresses this replica's http jobs may reach.
+	Egress runner.EgressPolicy
 	// Version is this build's version, published in the member key.
 	Version string
 	// Registry receives every metric of the replica and is what /metrics

@@ -45,7 +45,7 @@ func New(cli *clientv3.Client, cfg Config) (*Replica, error) {
 	// shard and scheduler add the cluster and node keys themselves; the
 	// rest logs through r.log.
 	log := cfg.Logger.With("cluster", cfg.Cluster, "node", cfg.Node)
-	rcfg := runner.Config{Env: cfg.Env, Logger: log, Registerer: cfg.Registry, IdleConnsPerHost: cfg.MaxConcurrentRuns}
+	rcfg := runner.Config{Env: cfg.Env, Exec: cfg.ExecPolicy, Egress: cfg.Egress, Logger: log, Registerer: cfg.Registry, IdleConnsPerHost: cfg.MaxConcurrentRuns}
 	var err error
 	if rcfg.Supervisor, err = runner.SupervisorArgv(); err != nil {
 		return nil, fmt.Errorf("exec supervisor: %w", err)
@@ -122,7 +122,7 @@ func (r *Replica) build(meta shard.Meta, addr string) (*shard.Manager, *schedule
 		MaxConcurrentRuns: r.cfg.MaxConcurrentRuns,
 		Logger:            r.cfg.Logger, Registerer: r.cfg.Registry,
 	}
-	sched, err := scheduler.New(scfg, mgr.Store(), runner.WithExecPolicy(r.runner, r.cfg.ExecPolicy))
+	sched, err := scheduler.New(scfg, mgr.Store(), r.runner)
 	if err != nil {
 		return nil, nil, err
 	}

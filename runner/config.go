@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"os"
@@ -62,6 +63,18 @@ type Config struct {
 	// subcommand must call SuperviseMain. Empty: exec jobs fail with
 	// ErrNoSupervisor (a program that embeds only in-process handlers).
 	Supervisor []string
+
+	// Exec is this replica's own exec policy (--exec, --exec-allow,
+	// --exec-env-allow), enforced on every exec run whatever the job set
+	// says. New resolves its allow-list with the server's PATH and fails
+	// when an entry does not name an executable file or a directory. Zero:
+	// every program, any env but PATH.
+	Exec ExecPolicy
+
+	// Egress says which addresses http jobs may connect to (--egress-deny,
+	// --egress-allow), checked on the resolved address of every
+	// connection. Zero: everything but DefaultEgressDeny.
+	Egress EgressPolicy
 
 	// Funcs holds the in-process handlers that func jobs name. Nil: func
 	// jobs fail as unknown.
@@ -138,6 +151,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: KillGrace %v is negative", ErrInvalidConfig, c.KillGrace)
 	case c.ExtendEvery < 0 || c.ExtendEvery > 250*time.Millisecond:
 		return fmt.Errorf("%w: ExtendEvery %v is outside (0, 250ms]", ErrInvalidConfig, c.ExtendEvery)
+	}
+	for _, p := range append(slices.Clip(c.Egress.Deny), c.Egress.Allow...) {
+		if !p.IsValid() {
+			return fmt.Errorf("%w: Egress has an invalid network %v", ErrInvalidConfig, p)
+		}
 	}
 	if len(c.Supervisor) > 0 && c.Supervisor[0] == "" {
 		return fmt.Errorf("%w: Supervisor has an empty program name", ErrInvalidConfig)

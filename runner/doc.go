@@ -30,6 +30,19 @@
 //     the run before anything is sent or started. The server's environment
 //     is never inherited by a job: an exec job sees only the identity
 //     variables, PATH, HOME and its own env.
+//   - The replica's own policy holds whatever the job set says (a job
+//     written to etcd without validation included). An exec job runs only
+//     the file its command[0] resolves to with the server's PATH, symlinks
+//     evaluated, and only if Config.Exec allows it; its env never sets PATH
+//     (see ExecPolicy). An http job connects only to addresses
+//     Config.Egress allows, checked on the resolved address of every
+//     connection, redirects included (see EgressPolicy); it follows
+//     redirects as the job's follow_redirects says, never from https to
+//     http, never with Referer, and never with the job's headers and body
+//     to another host.
+//   - No value a run's ${SHARDCRON_JOB_*} references expanded to appears in
+//     its Result.Detail, as is or escaped; Result.Output is the target's
+//     and is empty when the job says keep_output: false.
 //   - A run's work ends with the call: Run returns only when the request is
 //     finished or abandoned, the process group is dead, or the function
 //     returned.

@@ -4,7 +4,8 @@ import "errors"
 
 // Errors the runner reports. Run never returns an error (it reports a
 // scheduler.Result); these appear in New, Validate and Register, wrapped
-// in log records, and (ErrExecRefused) in a refused run's Detail.
+// in log records, and (ErrExecRefused, ErrEgressRefused,
+// ErrRedirectRefused) in a refused run's Detail.
 var (
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("runner: invalid config")
@@ -18,6 +19,13 @@ var (
 	// a scheduler.DeadlineAt. The supervisor needs the safe deadline as an
 	// instant; one derived from Remaining() could be stretched by a stall.
 	ErrNoDeadlineInstant = errors.New("runner: exec needs the safe deadline as an instant (scheduler.DeadlineAt)")
-	// ErrExecRefused: an exec job's program is not allowed on this replica.
+	// ErrExecRefused: an exec job's program or env is not allowed on this
+	// replica.
 	ErrExecRefused = errors.New("runner: exec refused by this replica's policy")
+	// ErrEgressRefused: an http job's connection would reach an address
+	// the replica's egress rules deny.
+	ErrEgressRefused = errors.New("runner: egress refused")
+	// ErrRedirectRefused: an http job's redirect is not followed (another
+	// host under follow_redirects: same_host, or https to http).
+	ErrRedirectRefused = errors.New("runner: redirect refused")
 )

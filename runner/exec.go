@@ -43,17 +43,25 @@ const (
 	outputLinger = 2 * time.Second
 )
 
+// valueOr returns lookup's value of k (the server's PATH or HOME), or def
+// when it is unset or empty.
+func valueOr(lookup func(string) (string, bool), k, def string) string {
+	if v, ok := lookup(k); ok && v != "" {
+		return v
+	}
+	return def
+}
+
 // execEnv is the job's whole environment: PATH and HOME from the server,
-// the job's env (expanded), and the identity, which nothing overrides.
+// the job's env (expanded; never PATH, see ExecPolicy), and the identity,
+// which nothing overrides.
 func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
-	env := map[string]string{"PATH": defaultPath, "HOME": "/"}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v, ok := rn.cfg.Env(k); ok && v != "" {
-			env[k] = v
-		}
+	env := map[string]string{"PATH": valueOr(rn.cfg.Env, "PATH", defaultPath), "HOME": valueOr(rn.cfg.Env, "HOME", "/")}
+	if err := rn.exec.checkEnv(r.Job.Env); err != nil {
+		return nil, err
 	}
 	for k, v := range r.Job.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+		if strings.ContainsRune(v, 0) {
 			return nil, fmt.Errorf("env %q: not a valid variable", k)
 		}
 		x, err := rn.expand(v)
@@ -114,6 +122,10 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	if !ok {
 		return failed("%v", ErrNoDeadlineInstant)
 	}
+	prog, err := rn.exec.program(r.Job, valueOr(rn.cfg.Env, "PATH", defaultPath))
+	if err != nil {
+		return failed("exec: %v", err)
+	}
 	env, err := rn.execEnv(r)
 	if err != nil {
 		return failed("%v", err)
@@ -141,7 +153,7 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 		closeFiles(ctlR, statW, outW)
 		return res
 	}
-	sp, _ := json.Marshal(spec{Argv: x.Command, Dir: x.Dir, Env: env, Until: until, Grace: rn.cfg.KillGrace})
+	sp, _ := json.Marshal(spec{Path: prog, Argv: x.Command, Dir: x.Dir, Env: env, Until: until, Grace: rn.cfg.KillGrace})
 	err = cmd.Start()
 	closeFiles(ctlR, statW, outW) // the supervisor holds its own copies
 	if err != nil {

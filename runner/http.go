@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,13 +48,22 @@ const drainBytes = 64 << 10
 func FormatTick(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // runHTTP sends one request for r and reads the response up to the bound.
+// No expanded secret appears in its detail.
 func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result {
+	var rd redactor
+	res := rn.sendHTTP(ctx, r, &rd)
+	res.Detail = rd.apply(res.Detail)
+	return res
+}
+
+func (rn *Runner) sendHTTP(ctx context.Context, r scheduler.Run, rd *redactor) scheduler.Result {
 	h := r.Job.HTTP
-	url, err := rn.expand(h.URL)
+	expand := func(s string) (string, error) { return rd.expand(s, rn.cfg.Env) }
+	url, err := expand(h.URL)
 	if err != nil {
 		return failed("url: %v", err)
 	}
-	body, err := rn.expand(h.Body)
+	body, err := expand(h.Body)
 	if err != nil {
 		return failed("body: %v", err)
 	}
@@ -61,17 +71,19 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 	if method == "" {
 		method = http.MethodPost // config's default, for jobs built in code
 	}
-	var rd io.Reader
+	var rdr io.Reader
 	if body != "" {
-		rd = strings.NewReader(body)
+		rdr = strings.NewReader(body)
 	}
-	// The deadline rides on the request's context so that checkRedirect
-	// reads it again before following a redirect (another request sent).
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, deadlineKey{}, r.Deadline), method, url, rd)
+	// The run rides on the request's context so that checkRedirect reads
+	// the deadline again before following a redirect (another request
+	// sent), and knows the job's redirect rule and headers.
+	hr := &httpRun{deadline: r.Deadline, follow: h.FollowRedirects}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, httpRunKey{}, hr), method, url, rdr)
 	if err != nil {
-		return failed("request: %s", redactURL(err, nil, url, h.URL))
+		return failed("request: %v", err)
 	}
-	if err := rn.setHeaders(req, r); err != nil {
+	if hr.headers, err = setHeaders(req, r, expand); err != nil {
 		return failed("%v", err)
 	}
 
@@ -92,9 +104,9 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 			return stopped(ctx, r, "request abandoned")
 		}
 		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-			return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: "request: " + redactURL(err, req, url, h.URL)}
+			return scheduler.Result{Status: scheduler.StatusTimedOut, Detail: "request: " + err.Error()}
 		}
-		return failed("request: %s", redactURL(err, req, url, h.URL))
+		return failed("request: %v", err)
 	}
 	out, truncated, rerr := readBounded(resp.Body, rn.cfg.MaxResponseBytes)
 	rn.met.cutIf(truncated, "http")
@@ -123,24 +135,81 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 // deadline.
 var errRedirectDeadline = errors.New("runner: safe deadline passed before a redirect")
 
-// deadlineKey is the request context key of the run's scheduler.Deadline.
-type deadlineKey struct{}
+// httpRun is what checkRedirect needs to know of the run whose request it
+// sees: it rides on the request's context under httpRunKey.
+type httpRun struct {
+	deadline scheduler.Deadline
+	follow   config.Redirects
+	headers  []string // the job's own header names, canonical
+}
+
+type httpRunKey struct{}
 
 // maxRedirects is net/http's default bound, kept.
 const maxRedirects = 10
 
-// checkRedirect is the client's CheckRedirect: following a redirect sends
+// checkRedirect is the client's CheckRedirect. Following a redirect sends
 // another request, so the safe deadline is read synchronously right before
 // it, as before the first one (the deadline watch looks only every
-// ExtendEvery).
+// ExtendEvery). A redirect is followed as the job's follow_redirects says
+// (same_host by default), never from https to http, and without Referer
+// (it would carry the previous URL's query, secrets and all). To another
+// host the job's headers and body stay behind: net/http would resend them
+// all (but Authorization and Cookie) on every hop, and a 307 or 308 the body.
 func checkRedirect(req *http.Request, via []*http.Request) error {
-	if d, ok := req.Context().Value(deadlineKey{}).(scheduler.Deadline); ok && d.Remaining() <= 0 {
+	hr, _ := req.Context().Value(httpRunKey{}).(*httpRun)
+	if hr == nil {
+		hr = &httpRun{} // not a run's request: the defaults
+	}
+	if hr.follow == config.RedirectsNone {
+		return http.ErrUseLastResponse // the 3xx is the answer
+	}
+	if hr.deadline != nil && hr.deadline.Remaining() <= 0 {
 		return errRedirectDeadline
 	}
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
+	req.Header.Del("Referer")
+	for _, v := range via {
+		if v.URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("%w: from https to http", ErrRedirectRefused)
+		}
+	}
+	if sameHost(via[0].URL, req.URL) {
+		return nil
+	}
+	if hr.follow != config.RedirectsAny {
+		return fmt.Errorf("%w: to another host (follow_redirects: same_host)", ErrRedirectRefused)
+	}
+	for _, k := range hr.headers {
+		req.Header.Del(k)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		_ = req.Body.Close()
+	}
+	req.Body, req.GetBody, req.ContentLength = http.NoBody, nil, 0
 	return nil
+}
+
+// sameHost says whether b is on a's host and port, or is the https of a's
+// http on the default ports.
+func sameHost(a, b *neturl.URL) bool {
+	if !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	pa, pb := portOf(a), portOf(b)
+	return pa == pb || a.Scheme == "http" && b.Scheme == "https" && pa == "80" && pb == "443"
+}
+
+func portOf(u *neturl.URL) string {
+	switch {
+	case u.Port() != "":
+		return u.Port()
+	case u.Scheme == "https":
+		return "443"
+	}
+	return "80"
 }
 
 // setIdentityHeaders sets the run's identity on h, replacing the job's own.
@@ -211,24 +280,26 @@ func (rn *Runner) expand(s string) (string, error) { return config.Expand(s, rn.
 
 // setHeaders sets the job's headers (expanded; Host sets the request's
 // host), a default User-Agent, and the run's identity headers last, so no
-// job can forge them.
-func (rn *Runner) setHeaders(req *http.Request, r scheduler.Run) error {
+// job can forge them. It returns the job's header names, canonical.
+func setHeaders(req *http.Request, r scheduler.Run, expand func(string) (string, error)) ([]string, error) {
 	h := r.Job.HTTP
 	req.Header = make(http.Header, len(h.Headers)+8) // the job's, the user agent and the identity
+	names := make([]string, 0, len(h.Headers))
 	for _, k := range slices.Sorted(maps.Keys(h.Headers)) {
-		v, err := rn.expand(h.Headers[k])
+		v, err := expand(h.Headers[k])
 		if err != nil {
-			return fmt.Errorf("header %s: %v", k, err)
+			return nil, fmt.Errorf("header %s: %v", k, err)
 		}
 		if strings.EqualFold(k, "Host") {
 			req.Host = v
 			continue
 		}
 		req.Header.Set(k, v)
+		names = append(names, http.CanonicalHeaderKey(k))
 	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "shardcron")
 	}
 	setIdentityHeaders(req.Header, r)
-	return nil
+	return names, nil
 }

@@ -323,7 +323,8 @@ func TestHTTPRedirectCheckedAgainstDeadline(t *testing.T) {
 		http.Redirect(w, r, target.URL+"/moved", http.StatusTemporaryRedirect)
 	})
 	rn := newRunner(t, func(c *Config) { c.ExtendEvery = 250 * time.Millisecond })
-	res := rn.Run(context.Background(), testRun(httpJob(front.URL+"/sweep"), d))
+	// The target is another port: another host to follow_redirects.
+	res := rn.Run(context.Background(), testRun(redirectJob(front.URL+"/sweep", config.RedirectsAny), d))
 	if reqs, _ := target.requests(); len(reqs) != 0 {
 		t.Fatalf("redirect followed after the safe deadline: %d requests reached the target", len(reqs))
 	}
@@ -337,7 +338,7 @@ func TestHTTPRedirectCheckedAgainstDeadline(t *testing.T) {
 	ok := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target.URL+"/moved", http.StatusTemporaryRedirect)
 	})
-	res = rn.Run(context.Background(), testRun(httpJob(ok.URL+"/sweep"), slidingDeadline{time.Minute}))
+	res = rn.Run(context.Background(), testRun(redirectJob(ok.URL+"/sweep", config.RedirectsAny), slidingDeadline{time.Minute}))
 	if reqs, _ := target.requests(); len(reqs) != 1 || res.Status != scheduler.StatusSucceeded {
 		t.Errorf("redirect inside the deadline: %d requests, status %s (%s)", len(reqs), res.Status, res.Detail)
 	}

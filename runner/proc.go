@@ -31,9 +31,9 @@ func asFile(w io.Writer) (f *os.File, done func(), err error) {
 	return pw, func() { _ = pw.Close(); <-copied }, nil
 }
 
-// lookPath resolves a command name against PATH the way execvp does, but
-// with the job's PATH rather than this process's. Names with a slash are
-// used as they are (relative to dir, where the job starts).
+// lookPath resolves a command name against path (the server's PATH) the
+// way execvp does. Names with a slash are used as they are (relative to
+// dir, where the job starts).
 func lookPath(file, path, dir string) (string, error) {
 	if strings.Contains(file, "/") {
 		return file, nil
@@ -54,18 +54,7 @@ func lookPath(file, path, dir string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q: executable file not found in the job's PATH %q", file, path)
-}
-
-// envValue returns the value of name in env ("k=v" entries), last wins.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
+	return "", fmt.Errorf("%q: executable file not found in the server's PATH %q", file, path)
 }
 
 // childrenOf lists the pids whose parent is ppid, from /proc.

@@ -45,6 +45,9 @@ const (
 
 // spec is the first message: the job's process, exactly.
 type spec struct {
+	// Path is the program to execute: absolute, symlinks evaluated, found
+	// and checked by the replica (ExecPolicy).
+	Path string   `json:"path"`
 	Argv []string `json:"argv"`
 	Dir  string   `json:"dir,omitempty"`
 	Env  []string `json:"env"`

@@ -18,7 +18,8 @@ var errTimeout = errors.New("runner: job timeout")
 // Runner runs jobs; it implements scheduler.Runner. Safe for concurrent use.
 type Runner struct {
 	cfg    Config
-	met    *metrics // nil without a Registerer
+	exec   execPolicy // cfg.Exec, resolved
+	met    *metrics   // nil without a Registerer
 	client *http.Client
 	tr     *http.Transport
 
@@ -45,16 +46,25 @@ func New(cfg Config) (*Runner, error) {
 	}
 	cfg = cfg.withDefaults()
 	cfg.Supervisor = append([]string(nil), cfg.Supervisor...)
+	// The allow-list is resolved once, with the server's PATH: a program
+	// installed or replaced later in a listed directory is found at run
+	// time, a name is pinned to the file it named at start.
+	policy, err := cfg.Exec.resolve(valueOr(cfg.Env, "PATH", defaultPath))
+	if err != nil {
+		return nil, err
+	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = cfg.Egress.dialer().DialContext
 	// Jobs of one cluster often call the same few receivers at the same
 	// second: keep enough idle connections that each run reuses one.
 	tr.MaxIdleConnsPerHost = cfg.IdleConnsPerHost
 	tr.MaxIdleConns = 0 // no bound across hosts beyond the per-host one
 	rn := &Runner{
+		exec:   policy,
 		met:    met,
 		cfg:    cfg,
 		tr:     tr,
@@ -85,6 +95,15 @@ func (rn *Runner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 		ctx, cancelT = context.WithTimeoutCause(ctx, d, errTimeout)
 		defer cancelT()
 	}
+	res := rn.run(ctx, cancel, r)
+	if !r.Job.Keeps() {
+		res.Output = "" // keep_output: false
+	}
+	return res
+}
+
+// run runs r by its kind, under ctx (which cancel ends).
+func (rn *Runner) run(ctx context.Context, cancel context.CancelCauseFunc, r scheduler.Run) scheduler.Result {
 	switch {
 	case r.Job.Exec != nil:
 		return rn.runExec(ctx, r)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -99,7 +100,7 @@ func (s *supervisor) run(jobOut io.Writer) report {
 	if err != nil {
 		return report{Error: "no job spec from the replica: " + err.Error()}
 	}
-	if err := json.Unmarshal([]byte(line), &s.sp); err != nil || len(s.sp.Argv) == 0 {
+	if err := json.Unmarshal([]byte(line), &s.sp); err != nil || len(s.sp.Argv) == 0 || !filepath.IsAbs(s.sp.Path) {
 		return report{Error: fmt.Sprintf("bad job spec: %v", err)}
 	}
 	if boottime() >= s.sp.Until {
@@ -115,11 +116,7 @@ func (s *supervisor) run(jobOut io.Writer) report {
 		return report{Error: err.Error()}
 	}
 	defer devnull.Close()
-	path, err := lookPath(s.sp.Argv[0], envValue(s.sp.Env, "PATH"), s.sp.Dir)
-	if err != nil {
-		return report{Error: err.Error()}
-	}
-	proc, err := os.StartProcess(path, s.sp.Argv, &os.ProcAttr{
+	proc, err := os.StartProcess(s.sp.Path, s.sp.Argv, &os.ProcAttr{
 		Dir:   s.sp.Dir,
 		Env:   s.sp.Env,
 		Files: []*os.File{devnull, outFile, outFile},

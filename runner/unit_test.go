@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func TestConfigValidate(t *testing.T) {
 		"slow extend":     {ExtendEvery: time.Second},
 		"empty argv0":     {Supervisor: []string{""}},
 		"negative client": {ClientTimeout: -time.Second},
+		"zero network":    {Egress: EgressPolicy{Deny: []netip.Prefix{{}}}},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)

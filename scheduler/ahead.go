@@ -2,11 +2,13 @@ package scheduler
 
 import (
 	"container/heap"
+	"fmt"
+	"math"
 	"slices"
 	"time"
 )
 
-// Claim ahead (DESIGN.md "Claim"): a fenced claim costs an etcd round trip
+// Claim ahead (docs/design.md "Claim"): a fenced claim costs an etcd round trip
 // and an fsync, so the owner claims each tick a horizon before it is due,
 // in one write with whatever else the job's record has queued, and starts
 // the run from a timer at the tick with no write in between. The horizon
@@ -101,14 +103,64 @@ func (h *tickHeap) Pop() any {
 
 func (s *Scheduler) pushTimer(t timerEntry) { heap.Push(&s.timers, t) }
 
+// compactTimers drops timers that can no longer do anything once enough of
+// them are void: claim timers of a stopped or drained shard or an edited
+// job, due ticks of a shard no longer firing, retries of a write that is
+// gone. Left in the heap, each would hold its shard's old generation until
+// it came due, up to a job's period (a month), and every churn or apply
+// would add more. Amortised: the heap is filtered when most of it is void.
+func (s *Scheduler) compactTimers(voided int) {
+	if s.voided += voided; s.voided <= len(s.timers)/2 {
+		return
+	}
+	kept := s.timers[:0]
+	for _, t := range s.timers {
+		if s.timerLive(t) {
+			kept = append(kept, t)
+		}
+	}
+	clear(s.timers[len(kept):])
+	s.timers = kept
+	if cap(s.timers) > 2*len(s.timers)+maxKeptRoom {
+		s.timers = slices.Clone(s.timers)
+	}
+	heap.Init(&s.timers)
+	s.voided = 0
+}
+
+// timerLive reports whether t may still do something when it comes due.
+func (s *Scheduler) timerLive(t timerEntry) bool {
+	switch t.kind {
+	case timerClaim:
+		return t.seq == t.rec.seq && t.rec.firing()
+	case timerDue:
+		return t.rec.firing()
+	default:
+		_, ok := s.retrying[t.rec]
+		return ok
+	}
+}
+
 // horizon is how far ahead of its tick a claim is sent.
 func (s *Scheduler) horizon() time.Duration {
 	return min(max(s.cfg.ClaimAhead, 4*s.slowCommit), MaxClaimAhead)
 }
 
-// observeCommit keeps a decaying maximum of recent commit latencies.
+// slowDecay is the half-life of the remembered slowest commit: the horizon
+// shrinks back within seconds of a slow spell, whatever the commit rate.
+const slowDecay = 2 * time.Second
+
+// observeCommit keeps a maximum of recent commit latencies that halves
+// every slowDecay (by time, not per commit: a busy node would otherwise
+// forget a slow spell in milliseconds and an idle one never).
 func (s *Scheduler) observeCommit(d time.Duration) {
-	s.slowCommit = max(d, s.slowCommit*7/8)
+	now := time.Now()
+	if !s.slowAt.IsZero() {
+		if dt := now.Sub(s.slowAt); dt > 0 {
+			s.slowCommit = time.Duration(float64(s.slowCommit) * math.Exp2(-float64(dt)/float64(slowDecay)))
+		}
+	}
+	s.slowCommit, s.slowAt = max(d, s.slowCommit), now
 	s.m.commits.Observe(d.Seconds())
 }
 
@@ -170,6 +222,18 @@ func (s *Scheduler) claimDue(now time.Time) {
 func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 	rec, tick := t.rec, t.tick()
 	if t.seq != rec.seq || !rec.firing() || rec.e.job.Suspend {
+		return
+	}
+	if left := rec.sh.g.Deadline.Remaining(); tick.Sub(now) >= left {
+		// Past the safe deadline as it stands: claim it once a renewal
+		// has moved the deadline past the tick, or never (the successor
+		// claims it). A claim must not reach past what this owner can run.
+		if left <= 0 {
+			s.stopShard(rec.sh, fmt.Errorf("shard %d: %w", rec.sh.g.Shard, ErrDeadline))
+			return
+		}
+		at := now.Add(min(max(left/2, 100*time.Millisecond), tick.Sub(now)))
+		s.pushTimer(claimTimer(rec, tick, tick.Sub(at)))
 		return
 	}
 	switch {

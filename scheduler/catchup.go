@@ -28,7 +28,7 @@ type backlog struct {
 
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
-// them (DESIGN.md "Catch-up"):
+// them (docs/design.md "Catch-up"):
 //   - ticks in flight under an older token run again: as ordinary runs
 //     when the release names them as never started (Released.Handed), as
 //     re-runs otherwise (their first run may have started);
@@ -252,6 +252,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 	// before arm voids them: arming from now would skip them.
 	s.fireDue(now)
 	s.cur = t
+	voided := 0
 	for _, sh := range s.shards {
 		if sh.state != firing {
 			continue
@@ -275,6 +276,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
+				voided++
 				s.unpark(rec)
 			}
 		}
@@ -291,7 +293,9 @@ func (s *Scheduler) installJobs(now time.Time) {
 				}
 				s.markDirty(rec, false) // its record is deleted once no run is left
 				s.log.Info("job removed: stopped", rec.logArgs()...)
+				voided++
 			}
 		}
 	}
+	s.compactTimers(voided)
 }

@@ -254,7 +254,7 @@ type HistoryWrite struct {
 	Entries []Entry
 }
 
-// History keeps run history off the per-fire write path (DESIGN.md "What a
+// History keeps run history off the per-fire write path (docs/design.md "What a
 // fire costs etcd"): the scheduler hands it the entries of many runs at
 // once, every few seconds, and it stores them so that they survive their
 // owner. Implemented by the shard package. Optional: a Store that also

@@ -9,7 +9,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 )
 
-// Across the DST transitions of three zones, the owner fires what DESIGN.md
+// Across the DST transitions of three zones, the owner fires what docs/design.md
 // "Time" says: a fixed time in a skipped hour once, right after the gap; a
 // fixed time in a repeated hour once, at its earlier instant; interval jobs
 // on the wall clock (23 or 25 hours of half-hourly ticks).

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// A graceful handoff (DESIGN.md "Release"): Drain stops firing a shard,
+// A graceful handoff (docs/design.md "Release"): Drain stops firing a shard,
 // waits for its runs and their completion records, and returns the instant
 // from which the successor runs every tick.
 
@@ -140,6 +140,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		s.flushHistory(sh)
 		s.owned[n].Store(false)
 		s.dropQueuedClaims(sh)
+		s.compactTimers(len(sh.jobs))
 		s.log.Info("shard draining", "shard", n, "token", sh.g.Token, "runs", sh.runs)
 	case stopped:
 		if sh.stoppedAt.IsZero() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
 // These tests pin the delivery semantics around owner changes: what a
@@ -332,4 +333,137 @@ func TestCatchUpSurvivesOwnerChange(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A claimed tick starts only while its owner is in contact with the store:
+// cut off a moment before the tick, the owner holds it (late, not lost)
+// and runs it once contact returns; cut off for good, it never runs it, and
+// the successor runs the tick once. A fault that lands between runs so
+// costs no repeat: the owner used to run a tick it had claimed ahead while
+// it could record nothing, and its successor ran it again.
+func TestNoRunWithoutContact(t *testing.T) {
+	for _, regain := range []bool{true, false} {
+		t.Run(fmt.Sprintf("regain=%v", regain), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0)
+				j := jobIn(3, "cut", "10 * * * * *")
+				j.Since = t0
+				h1 := newHarness(t, nil, j)
+				defer h1.stop()
+				h2 := newHarnessWith(t, h1.store, nil, nil, j)
+				defer h2.stop()
+				g1, lose := h1.grant(3, 9, nil)
+				h1.s.Acquired(g1)
+				tick := t0.Add(10 * time.Second)
+				sleepUntil(tick.Add(-500 * time.Millisecond)) // claimed ahead by now
+				h1.contact.lose()
+				sleepUntil(tick.Add(2 * time.Second))
+				synctest.Wait()
+				if runs := h1.runner.all(); len(runs) != 0 {
+					t.Fatalf("ran %d runs while out of contact", len(runs))
+				}
+				if regain {
+					h1.contact.regain()
+					sleepUntil(tick.Add(3 * time.Second))
+					synctest.Wait()
+					runs := h1.runner.all()
+					if len(runs) != 1 || !runs[0].Tick.Equal(tick) || runs[0].start.Before(tick.Add(2*time.Second)) {
+						t.Fatalf("after contact returned: %+v, want the held tick, started then", runs)
+					}
+					return
+				}
+				lose(ErrDeadline)
+				g2, _ := h2.grant(3, 12, nil)
+				h2.s.Acquired(g2)
+				sleepUntil(tick.Add(4 * time.Second))
+				synctest.Wait()
+				if n := len(h1.runner.all()); n != 0 {
+					t.Errorf("the cut-off owner ran %d runs", n)
+				}
+				if _, ran := rerunOf(h2, j.Name, tick); !ran {
+					t.Errorf("successor did not run the tick")
+				}
+			})
+		})
+	}
+}
+
+// Timers of a shard this node lost, or of jobs an apply changed, leave the
+// heap well before they come due: they used to stay up to a job's period
+// (a month here), each holding the old generation's state, and every churn
+// added more.
+func TestVoidTimersDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		var jobs []config.Job
+		for i := range 200 {
+			jobs = append(jobs, config.Job{Name: fmt.Sprintf("monthly-%d", i), Schedule: "0 0 0 1 * *",
+				Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunOnce})
+		}
+		h := newHarness(t, nil, jobs...)
+		defer h.stop()
+		for round := range 5 {
+			token := int64(10 + round)
+			for sh := range testShards {
+				g, _ := h.grant(sh, token, nil)
+				h.s.Acquired(g)
+			}
+			time.Sleep(time.Second)
+			for sh := range testShards {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				h.s.Drain(ctx, sh)
+				cancel()
+			}
+		}
+		for v := int64(2); v < 7; v++ { // edits re-arm every job
+			g, _ := h.grant(0, 100+v, nil)
+			h.s.Acquired(g)
+			for i := range jobs {
+				jobs[i].Timeout = config.Duration(time.Duration(v) * time.Second)
+			}
+			h.s.SetJobs(config.JobSet{Version: v, Jobs: jobs})
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		live := 0
+		for _, j := range jobs {
+			if keyspace.ShardOf(j.Name, testShards) == 0 {
+				live++
+			}
+		}
+		if n := len(h.s.timers); n > 2*live+1 {
+			t.Errorf("%d timers for the %d jobs of the one shard still owned: void ones kept", n, live)
+		}
+	})
+}
+
+// History an earlier release kept inside the record survives the upgrade:
+// the first owner that reads it hands it to History, before its first
+// write of the record drops it.
+func TestRecordHistoryCrossesUpgrade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "legacy", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		old := []Entry{
+			{Tick: t0.Add(-2 * time.Second), Status: StatusSucceeded, Node: "old", Token: 3},
+			{Tick: t0.Add(-time.Second), Status: StatusFailed, Detail: "HTTP 500", Node: "old", Token: 3},
+		}
+		h.store.put(2, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-time.Second), History: old})
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(3 * time.Second))
+		synctest.Wait()
+		h.store.mu.Lock()
+		raw := h.store.recs[recKey(2, j.Name)]
+		hist := slices.Clone(h.store.hist[recKey(2, j.Name)])
+		h.store.mu.Unlock()
+		if r, err := DecodeRecord(raw.Value); err != nil || len(r.History) != 0 {
+			t.Errorf("record as stored: %+v, %v: want it rewritten without history", r, err)
+		}
+		if len(hist) < 2 || !hist[0].Tick.Equal(old[0].Tick) || hist[1].Detail != "HTTP 500" {
+			t.Errorf("history after the upgrade starts %+v, want the record's two entries first", hist)
+		}
+	})
 }

@@ -211,6 +211,13 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 		return rec
 	}
 	rec.committed, rec.rev, rec.hi = stateOf(r), st.Rev, r.LastClaimed
+	if len(r.History) > 0 && s.history != nil {
+		// An earlier release kept the job's history in the record, and the
+		// next write of the record drops it: hand it to History first, so a
+		// rolling upgrade keeps it.
+		rec.hist = append(rec.hist, r.History...)
+		s.histPending(rec)
+	}
 	return rec
 }
 
@@ -247,6 +254,7 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 		}
 	}
 	s.log.Warn("shard stopped", "shard", sh.g.Shard, "token", sh.g.Token, "runs", sh.runs, "err", cause)
+	s.compactTimers(len(sh.jobs))
 	s.checkIdle(sh)
 }
 

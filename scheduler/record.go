@@ -28,7 +28,7 @@ const RecordFormatManual = 2
 
 // Record is one job's checkpoint, stored under ticks/<shard>/<job> and
 // written only under the shard's fence and the record's own ModRevision. It
-// carries only what catch-up needs (DESIGN.md "What a fire costs etcd").
+// carries only what catch-up needs (docs/design.md "What a fire costs etcd").
 type Record struct {
 	Format int `json:"format"`
 	// Job is what a previous release wrote; the key names the job.

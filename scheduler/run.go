@@ -246,7 +246,7 @@ func (s *Scheduler) runEnded(d runDone) {
 	s.log.Info("run ended", args...)
 	if sh.state != stopped && !rec.parked {
 		rec.queue(op{kind: opComplete, tick: r.tick})
-		s.markDirty(rec, false)
+		s.markDirtyWithin(rec, completeDelay)
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
 			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,

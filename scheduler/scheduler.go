@@ -47,6 +47,9 @@ type Scheduler struct {
 	shards map[int]*ownedShard      // the current entry per shard
 	all    map[*ownedShard]struct{} // every shard entry not yet idle
 	timers tickHeap                 // claims ahead, due ticks, retries
+	// voided estimates the timers left for shards, jobs or writes that no
+	// longer need them; past half the heap they are dropped (compactTimers).
+	voided int
 	// claimsDue holds claims ahead taken off timers, until the runs due
 	// at the same instant have started (fireDueTicks, claimDue).
 	claimsDue []timerEntry
@@ -59,6 +62,7 @@ type Scheduler struct {
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration
+	slowAt     time.Time            // when slowCommit was last updated
 	histDirty  map[*jobRec]struct{} // records with history to hand on
 	histAt     time.Time            // the next history flush; zero if none
 	// batchLimit caps the writes per Commit call (0: commitWrites).

@@ -11,7 +11,7 @@ import (
 
 // The stored form of one history segment (keyspace.RunSegment). It is
 // compact because every byte put stays in etcd's history until compaction
-// (DESIGN.md "What a fire costs etcd"):
+// (docs/design.md "What a fire costs etcd"):
 //
 //	{"n":"node-1","k":4711,"e":[{"t":2345,"s":3,"e":12,"m":"200 OK"}, ...]}
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// Run history is kept off the per-fire write path (DESIGN.md "What a fire
+// Run history is kept off the per-fire write path (docs/design.md "What a fire
 // costs etcd"): the scheduler hands AppendHistory the new entries of many
 // jobs every few seconds, and each job's entries of one call become one
 // append-only segment under runs/<shard>/<job>/ (keyspace.RunSegment,

@@ -77,7 +77,7 @@ type ShardState struct {
 	Owner string `json:"owner"`
 	// Token is the holder's generation (fencing token); 0 when free. Its
 	// JSON carries it twice: as token, the name every other field of the
-	// API and CLI uses, and as generation, the name DESIGN.md gives it in
+	// API and CLI uses, and as generation, the name docs/design.md gives it in
 	// /api/v1/state, kept for clients that read it (MarshalJSON).
 	Token int64 `json:"token"`
 	// Since is when the holder acquired it.

@@ -122,7 +122,7 @@ func (c *badDataCluster) alive(names ...string) {
 // the cluster's prefix while real replicas run: they stay up, the other
 // jobs keep firing, every bad key is reported (log and
 // shardcron_etcd_bad_data_total{kind}), and none is overwritten without
-// that report. README "Bad data in etcd" gives the rule for each kind.
+// that report. docs/operating.md, "Bad data in etcd", gives the rule for each kind.
 func TestBadDataPlantedIntoARunningCluster(t *testing.T) {
 	etcd := etcdtest.StartProcess(t)
 	snk := newSink(slog.New(slog.DiscardHandler))

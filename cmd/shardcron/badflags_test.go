@@ -29,6 +29,8 @@ var badValues = map[string][]string{
 	"config":                   {"/nonexistent/node.yaml"},
 	"data-dir":                 {"@file"}, // a regular file; server needs --embedded-etcd for it (see extra)
 	"drain-timeout":            {"0s"},
+	"egress-allow":             {"10.0.0.0/33", "not-a-net"},
+	"egress-deny":              {"10.0.0.0/33", "not-a-net"},
 	"embedded-etcd":            {"true"}, // with --etcd-endpoints: they exclude each other
 	"etcd-cacert":              {"/nonexistent/ca.pem"},
 	"etcd-cert":                {"/nonexistent/cert.pem"},
@@ -38,6 +40,7 @@ var badValues = map[string][]string{
 	"etcd-password-file":       {"/nonexistent/pw"},
 	"etcd-username":            {"user-without-pw"},
 	"exec-allow":               {"relative/dir/"},
+	"exec-env-allow":           {"PATH", "BAD-NAME"},
 	"file":                     {"/nonexistent/jobs.yaml"},
 	"http-addr":                {"nohost", "127.0.0.1:99999"},
 	"http-open":                {"sometimes"},

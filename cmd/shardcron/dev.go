@@ -66,6 +66,9 @@ and logs every fire. Logs are prefixed by replica. Ctrl-C leaves gracefully.`,
 }
 
 func runDev(ctx context.Context, o devOptions) error {
+	if err := notDumpable(); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
 	defer paceGC(ctx)()
 	lc, jobs, err := o.check()
 	if err != nil {

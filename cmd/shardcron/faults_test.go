@@ -20,7 +20,7 @@ import (
 // The fault suite: an etcd process, three `shardcron server` processes, and
 // jobs firing every second with misfire run_all into a fencing-aware ledger
 // (the sink). Faults land once between ticks and once while runs are in
-// flight. The ledger must show what DESIGN.md ("What works means") promises;
+// flight. The ledger must show what docs/design.md ("What works means") promises;
 // the test prints its figures every time.
 
 const (
@@ -28,7 +28,7 @@ const (
 	faultJobs        = 8
 	faultShards      = 64
 	faultClusterName = "faults"
-	// takeoverSlack is added to the TTL for a crash takeover: DESIGN.md
+	// takeoverSlack is added to the TTL for a crash takeover: docs/design.md
 	// promises TTL + 1 s; a 2-core machine running the race detector under
 	// other tests' load gets 2 s more.
 	takeoverSlack = 3 * time.Second

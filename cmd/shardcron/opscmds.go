@@ -40,7 +40,7 @@ touching the rest of the job set. The suspension is an override kept beside
 the applied job set: a later 'apply' keeps it whatever its file says (the
 apply reports it), 'export' notes it, and 'shardcron resume JOB' lifts it.
 During a rolling upgrade, replicas of a release before overrides do not see
-it (README, "Suspend and resume").`
+it (UPGRADING.md, "Suspend overrides").`
 	}
 	c := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.ExactArgs(1)}
 	o := bindOutput(c)

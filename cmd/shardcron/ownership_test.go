@@ -17,7 +17,7 @@ import (
 
 // The ownership suite runs separate `shardcron server` processes against an
 // etcd process, each through its own proxy so one node alone can be cut off
-// from etcd, and checks DESIGN.md's ownership promises through join,
+// from etcd, and checks docs/design.md's ownership promises through join,
 // scale-up, kill -9, SIGSTOP, a partition from etcd, an etcd stall and a
 // scale-down.
 

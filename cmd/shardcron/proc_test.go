@@ -63,9 +63,19 @@ var listenLine = regexp.MustCompile(`msg="?http listening"? .*addr=(\S+)`)
 // reaped at the end of the test if it is still running.
 func startProc(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
+	return startProcCmd(t, name, nil, args...)
+}
+
+// startProcCmd is startProc with a hook that adjusts the command (its
+// credentials, its binary) before it starts.
+func startProcCmd(t testing.TB, name string, adjust func(*exec.Cmd), args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, name: name, log: &syncBuffer{}, addr: make(chan string, 1), done: make(chan struct{})}
 	p.cmd = exec.Command(binPath, args...)
 	p.cmd.Env = append(os.Environ(), "SHARDCRON_LOG_LEVEL=debug")
+	if adjust != nil {
+		adjust(p.cmd)
+	}
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {

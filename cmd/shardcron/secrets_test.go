@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -18,7 +19,8 @@ import (
 // shardcron — a job's header value and URL query (${SHARDCRON_JOB_*}
 // references, expanded on the replica), a variable of the server's
 // environment (which an exec job printing its environment must not see),
-// the etcd password (from a file), the HTTP API tokens — and reads every
+// the etcd password (from a file), the HTTP API tokens, a key a target
+// repeats in a redirect — and reads every
 // output: the server's log (at debug level), every API answer, the page,
 // /metrics, export, status (table and JSON), and the errors of failed runs
 // and refused commands. The markers must reach the job targets and nowhere
@@ -31,6 +33,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		"readtok":  "read-token-marker-j0k1l2m3n4",
 		"optok":    "operate-token-marker-o5p6q7r8",
 		"wrongtok": "wrong-token-marker-s9t0u1v2",
+		"redirect": "redirect-secret-marker/+w3x4",
 	}
 	etcd, certs, etcdPassword := secureEtcd(t)
 	secrets["etcd"] = etcdPassword
@@ -49,6 +52,15 @@ func TestNoSecretLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A target that redirects and repeats the key it got, in the path and
+	// (escaped) in the query, to an address that refuses connections: the
+	// run's error names that URL.
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := strings.TrimPrefix(r.URL.RawQuery, "key=") // as sent
+		w.Header().Set("Location", "http://"+closed+"/leak/"+key+"?again="+url.QueryEscape(key))
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
 	pwFile := writeFile(t, "etcd-password", etcdPassword+"\n")
 	env := []string{
 		"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=planted",
@@ -62,6 +74,9 @@ func TestNoSecretLeaks(t *testing.T) {
   - name: with-url-key
     schedule: "* * * * * *"
     http: {url: "http://`+closed+`/x?key=${SHARDCRON_JOB_URLKEY}"}
+  - name: redirected
+    schedule: "* * * * * *"
+    http: {url: "`+redirector.URL+`/start?key=${SHARDCRON_JOB_REDIR}", follow_redirects: any, headers: {X-Key: "${SHARDCRON_JOB_REDIR}"}}
   - name: prints-env
     schedule: "* * * * * *"
     exec: {command: ["env"]}
@@ -73,6 +88,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	opToks := writeFile(t, "operate-tokens", secrets["optok"]+"\n")
 	srv := startProcEnv(t, "server", []string{
 		"SHARDCRON_JOB_HDR=" + secrets["header"], "SHARDCRON_JOB_URLKEY=" + secrets["url"], "SHARDCRON_JOB_EXECENV=" + secrets["execenv"],
+		"SHARDCRON_JOB_REDIR=" + secrets["redirect"],
 	}, "server", "--cluster", "planted", "--node-id", "solo", "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "4",
 		"--etcd-endpoints", etcd.Endpoint(), "--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey,
 		"--etcd-username", "shardcron", "--etcd-password-file", pwFile,
@@ -90,16 +106,19 @@ func TestNoSecretLeaks(t *testing.T) {
 		return string(b)
 	}
 	var outputs = map[string]string{}
-	poll.MustEvery(t, procEvery, 60*time.Second, "every job has run: the header reached its target, the URL job failed, the exec job succeeded", poll.True(func() bool {
+	poll.MustEvery(t, procEvery, 60*time.Second, "every job has run: the header reached its target, the URL and redirected jobs failed, the exec job succeeded", poll.True(func() bool {
 		mu.Lock()
 		gotHeader := len(received) > 0 && received[0] == "Bearer "+secrets["header"]
 		mu.Unlock()
 		status, _, _ := runCLI(t, env, "status", "-o", "json")
 		outputs["status json"] = status
 		return gotHeader && strings.Contains(status, `"name": "with-url-key"`) &&
-			strings.Count(status, `"status": "failed"`) >= 1 && strings.Count(status, `"status": "succeeded"`) >= 2
+			strings.Count(status, `"status": "failed"`) >= 2 && strings.Count(status, `"status": "succeeded"`) >= 2
 	}))
 	outputs["status table"], _, _ = runCLI(t, env, "status")
+	var stderr string
+	outputs["history redirected"], stderr, _ = runCLI(t, env, "history", "redirected", "-o", "json")
+	outputs["history redirected"] += stderr
 	outputs["export"], _, _ = runCLI(t, env, "export")
 	for _, p := range []string{"/", "/api/v1/state", "/api/v1/jobs", "/metrics", "/healthz", "/readyz"} {
 		outputs["GET "+p] = get(p, secrets["readtok"])
@@ -113,6 +132,9 @@ func TestNoSecretLeaks(t *testing.T) {
 	_, _ = srv.Wait(10 * time.Second)
 	outputs["server log"] = srv.log.Tail(1 << 20)
 
+	if !strings.Contains(outputs["history redirected"], "/leak/${SHARDCRON_JOB_REDIR}") {
+		t.Errorf("the redirected job's detail does not name the redirect it failed on:\n%s", outputs["history redirected"])
+	}
 	if !strings.Contains(outputs["status json"], "with-url-key") || !strings.Contains(outputs["export"], "${SHARDCRON_JOB_HDR}") {
 		t.Fatalf("the outputs are not what this test means to search:\n%s\n%s", outputs["status json"], outputs["export"])
 	}

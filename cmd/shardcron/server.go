@@ -44,6 +44,10 @@ at most --drain-timeout), resigns its lease and exits 0.`,
 }
 
 func runServer(c *cobra.Command, _ []string) error {
+	// Before any secret is read: exec jobs must not read this process.
+	if err := notDumpable(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	node, err := config.ResolveNode(c.Flags(), os.Getenv)
 	if err != nil {
 		return usageError{err}
@@ -94,11 +98,14 @@ func runServer(c *cobra.Command, _ []string) error {
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
 	reg := newRegistry(etcdMetrics)
+	var egress runner.EgressPolicy
+	egress.Deny, egress.Allow = node.EgressPrefixes()
 	rcfg := replica.Config{
 		Cluster: node.Cluster, Node: node.NodeID,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
-		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow},
+		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
+		Egress:     egress,
 		Version:    version, Registry: reg, Logger: log,
 	}
 	if guard != nil {

@@ -2,7 +2,7 @@
 # embedded), CA certificates for etcd and https jobs, a non-root user, and
 # /tmp and /data writable by it. Built by `make image` (deploy/docker/build.sh
 # stages the context). Exec jobs need their programs in the image: build a
-# derived image (README, "Deploy").
+# derived image (docs/deploy.md).
 FROM scratch
 COPY rootfs/ /
 COPY --chown=65532:65532 empty/ /data/

@@ -1,7 +1,7 @@
 // Command ledger is the end-to-end suite's fencing-aware HTTP sink, run in
 // its own container: it records every fire (job, tick, node, shard, token,
 // re-run mark) and rejects, with 409, a fencing token lower than the highest
-// it has accepted for that shard, as DESIGN.md asks of a receiver (package
+// it has accepted for that shard, as docs/design.md asks of a receiver (package
 // internal/ledger keeps the books). It does not dedupe: it accepts a repeat
 // of a (job, tick) and marks it, so the suite can count duplicates. GET
 // /ledger returns every fire as JSON (ledger.Fire).

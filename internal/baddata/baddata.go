@@ -8,7 +8,7 @@
 // The packages that read etcd (shard, jobstore) decide, per kind, whether
 // bad data is refused with a clear error or skipped, and what they do
 // instead; the rule for each kind is written where it is applied and
-// gathered in the README ("Bad data in etcd"). They never crash on it, and
+// gathered in docs/operating.md ("Bad data in etcd"). They never crash on it, and
 // never overwrite it without saying so. This package only says so: one log
 // line and one count per bad value.
 //

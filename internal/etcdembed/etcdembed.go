@@ -1,7 +1,7 @@
 // Package etcdembed runs an etcd server inside the shardcron process: the
 // single-replica `server --embedded-etcd`, `dev`, and the tests.
 //
-// The server keeps itself tidy (DESIGN.md, "etcd hygiene"): revisions are
+// The server keeps itself tidy (docs/design.md, "etcd hygiene"): revisions are
 // auto-compacted, the backend has a space quota, and the database is
 // defragmented periodically. It listens on loopback only: an embedded etcd is
 // never a cluster that several replicas share.

@@ -2,7 +2,7 @@
 //
 // All keys live under /shardcron/<cluster>/. Prefixes are chosen so that a
 // replica watches only what it must: own/ and jobs/, never ticks/ or runs/
-// (DESIGN.md, "Key space"). Job names never start with "_", so the
+// (docs/design.md, "Key space"). Job names never start with "_", so the
 // ticks/<shard>/_released marker cannot collide with a job record.
 package keyspace
 

@@ -1,4 +1,4 @@
-// Package ledger keeps a fencing-aware receiver's books, as DESIGN.md
+// Package ledger keeps a fencing-aware receiver's books, as docs/design.md
 // ("Delivery semantics") asks of a receiver: a run is accepted only if its
 // fencing token is at least the highest accepted for its shard, and an
 // accepted repeat of a (job, tick) is marked a duplicate rather than hidden.
@@ -31,8 +31,8 @@ type Fire struct {
 // ErrIdentity is a request without a run's identity headers.
 var ErrIdentity = errors.New("missing or malformed Shardcron-* identity headers")
 
-// Parse reads a run's identity from its Shardcron-* headers (README, "What a
-// run carries"); at is the receipt.
+// Parse reads a run's identity from its Shardcron-* headers (docs/semantics.md,
+// "What a run carries"); at is the receipt.
 func Parse(h http.Header, at time.Time) (Fire, error) {
 	tick, err1 := time.Parse(time.RFC3339, h.Get("Shardcron-Tick"))
 	shard, err2 := strconv.Atoi(h.Get("Shardcron-Shard"))

@@ -1,12 +1,15 @@
 package check
 
 import (
+	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
@@ -25,76 +27,101 @@ const (
 	root       = ".."
 	alertsFile = "../../prometheus/alerts.yaml"
 	rulesFile  = "../components/monitoring/prometheusrule.yaml"
+	// exampleTokensFile lists the published example tokens (httpauth).
+	exampleTokensFile = "../../../httpauth/example-tokens.txt"
 	// drainTimeout is what the base sets (SHARDCRON_DRAIN_TIMEOUT).
 	drainTimeout = 10 * time.Second
 )
 
-// typed maps apiVersion/kind to a new object of its typed API. A kind the
-// manifests use must be listed here, or the check fails.
-var typed = map[string]func() any{
-	"v1/ConfigMap":                  func() any { return &corev1.ConfigMap{} },
-	"v1/Secret":                     func() any { return &corev1.Secret{} },
-	"v1/Namespace":                  func() any { return &corev1.Namespace{} },
-	"v1/Service":                    func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":             func() any { return &corev1.ServiceAccount{} },
-	"apps/v1/Deployment":            func() any { return &appsv1.Deployment{} },
-	"policy/v1/PodDisruptionBudget": func() any { return &policyv1.PodDisruptionBudget{} },
-	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
-	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
-}
-
-// render runs kustomize on one directory and decodes every object strictly.
-func render(t *testing.T, dir string) []any {
+// render renders one directory of the in-memory tree (LoadTree).
+func render(t *testing.T, fsys filesys.FileSystem, dir string) []any {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, dir))
+	objs, err := Render(fsys, path.Join(Tree, dir))
 	if err != nil {
-		t.Fatalf("kustomize %s: %v", dir, err)
-	}
-	var objs []any
-	for _, r := range m.Resources() {
-		key := r.GetApiVersion() + "/" + r.GetKind()
-		mk, ok := typed[key]
-		if !ok {
-			t.Errorf("%s: %s %s: no typed API known to the check", dir, key, r.GetName())
-			continue
-		}
-		y, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := mk()
-		// Strict: an unknown (misspelt) or duplicate field is an error.
-		if err := yaml.UnmarshalStrict(y, obj); err != nil {
-			t.Errorf("%s: %s %s: %v", dir, key, r.GetName(), err)
-			continue
-		}
-		objs = append(objs, obj)
+		t.Fatal(err)
 	}
 	return objs
 }
 
-func find[T any](objs []any) []T {
-	var out []T
-	for _, o := range objs {
-		if v, ok := o.(T); ok {
-			out = append(out, v)
+// tree loads deploy/kubernetes into memory.
+func tree(t *testing.T) filesys.FileSystem {
+	t.Helper()
+	fsys, err := LoadTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
+// knownTokens reads httpauth's list of published example tokens, the
+// one the server's loader refuses.
+func knownTokens(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(exampleTokensFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if tok := strings.TrimSpace(line); tok != "" && !strings.HasPrefix(tok, "#") {
+			out = append(out, tok)
 		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s lists no token", exampleTokensFile)
 	}
 	return out
 }
 
+// security runs the checks every render must pass.
+func security(t *testing.T, dir string, objs []any) {
+	t.Helper()
+	for _, probs := range [][]string{ReadableFiles(objs), NetworkPolicies(objs), MountedSettings(objs), ExampleTokens(objs, knownTokens(t))} {
+		for _, p := range probs {
+			t.Errorf("%s: %s", dir, p)
+		}
+	}
+}
+
 func TestBase(t *testing.T) {
-	objs := render(t, "base")
+	objs := render(t, tree(t), "base")
 	if n := len(find[*monitoringv1.ServiceMonitor](objs)) + len(find[*monitoringv1.PrometheusRule](objs)); n > 0 {
 		t.Error("the base must install without the Prometheus operator: monitoring objects belong in the component")
 	}
 	checkWorkload(t, objs)
+	security(t, "base", objs)
+}
+
+// withTokens writes random API tokens where the example overlay's
+// operator writes theirs (they are never shipped).
+func withTokens(t *testing.T, fsys filesys.FileSystem) filesys.FileSystem {
+	t.Helper()
+	for _, f := range []string{"read", "operate"} {
+		if err := fsys.WriteFile(path.Join(Tree, "overlays/example/tokens", f), []byte(rand.Text()+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fsys
+}
+
+// TestExampleOverlayNeedsTokens: the example overlay does not build until
+// the operator writes tokens/read and tokens/operate, and the error names
+// the missing file.
+func TestExampleOverlayNeedsTokens(t *testing.T) {
+	fsys := tree(t)
+	if err := fsys.RemoveAll(path.Join(Tree, "overlays/example/tokens")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Render(fsys, path.Join(Tree, "overlays/example"))
+	if !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "tokens/read") {
+		t.Errorf("example overlay without tokens: %v, want a render error naming tokens/read", err)
+	}
 }
 
 func TestExampleOverlay(t *testing.T) {
-	objs := render(t, "overlays/example")
+	objs := render(t, withTokens(t, tree(t)), "overlays/example")
 	checkWorkload(t, objs)
+	security(t, "overlays/example", objs)
 	if len(find[*monitoringv1.ServiceMonitor](objs)) != 1 {
 		t.Error("the example overlay should carry one ServiceMonitor")
 	}
@@ -104,6 +131,29 @@ func TestExampleOverlay(t *testing.T) {
 	}
 	if !reflect.DeepEqual(rules[0].Spec, alerts(t)) {
 		t.Errorf("%s differs from %s: run `make k8s-rules`", rulesFile, alertsFile)
+	}
+	// The production shape: etcd over TLS, with a client certificate and a
+	// password (components/etcd-tls; MountedSettings checks the files are
+	// mounted, ReadableFiles that the replica can read them).
+	etcd := 0
+	for _, cm := range find[*corev1.ConfigMap](objs) {
+		if !strings.HasPrefix(cm.Name, "shardcron-etcd") {
+			continue
+		}
+		etcd++
+		for ep := range strings.SplitSeq(cm.Data["SHARDCRON_ETCD_ENDPOINTS"], ",") {
+			if !strings.HasPrefix(ep, "https://") {
+				t.Errorf("etcd endpoint %q: the example overlay talks TLS to etcd", ep)
+			}
+		}
+		for _, k := range []string{"SHARDCRON_ETCD_CACERT", "SHARDCRON_ETCD_CERT", "SHARDCRON_ETCD_KEY", "SHARDCRON_ETCD_USERNAME", "SHARDCRON_ETCD_PASSWORD_FILE"} {
+			if cm.Data[k] == "" {
+				t.Errorf("the example overlay sets no %s", k)
+			}
+		}
+	}
+	if etcd != 1 {
+		t.Errorf("want one shardcron-etcd ConfigMap, have %d", etcd)
 	}
 	for _, d := range find[*appsv1.Deployment](objs) {
 		if d.Namespace != "shardcron" {
