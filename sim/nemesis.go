@@ -52,6 +52,14 @@ func (nm *nemesis) decideCall(c *call, now time.Time) {
 // nodes whose time came.
 func (nm *nemesis) heal(now time.Time) bool {
 	w := nm.w
+	if !w.stallUntil.IsZero() && !now.Before(w.stallUntil) {
+		w.stallUntil = time.Time{}
+		for _, n := range w.nodes {
+			w.contact(n, now)
+		}
+		w.note("", -1, "", "store stall over")
+		return true
+	}
 	for _, n := range w.nodes {
 		switch {
 		case !n.alive && !n.restartAt.IsZero() && !now.Before(n.restartAt):
@@ -99,6 +107,9 @@ func (nm *nemesis) act(now, end time.Time) bool {
 				n.pausedUntil = now
 			}
 		}
+		if w.stallUntil.After(now) {
+			w.stallUntil = now
+		}
 		w.jobs.resumeAll(now)
 		w.note("", -1, "", "quiet: every fault healed")
 		nm.next = now.Add(time.Second)
@@ -140,6 +151,14 @@ func (nm *nemesis) act(now, end time.Time) bool {
 		}
 	case k < 62:
 		w.jobs.edit(now)
+	case k < 66:
+		if w.stallUntil.IsZero() {
+			w.stallUntil = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(w.cfg.TTL+5*time.Second))))
+			for _, n := range w.nodes {
+				w.contact(n, now)
+			}
+			w.note("", -1, "", fmt.Sprintf("store stalled until %s", ts(w.stallUntil)))
+		}
 	case k < 99 || !w.cfg.Bursts:
 		nm.trigger(now, 1)
 	default:

@@ -75,8 +75,11 @@ type world struct {
 	nextID  int64
 
 	acquireAt map[int]time.Time // free shard -> when an acquisition is tried
-	rehandAt  time.Time
-	triggers  map[string]trigInfo
+	// stallUntil: the store answers nothing and revokes no lease before it
+	// (an etcd stall); its leases' time runs on.
+	stallUntil time.Time
+	rehandAt   time.Time
+	triggers   map[string]trigInfo
 }
 
 type trigInfo struct {
@@ -124,6 +127,12 @@ func (n *node) connected(now time.Time) bool {
 }
 
 func (n *node) paused(now time.Time) bool { return now.Before(n.pausedUntil) }
+
+// reaches reports whether n's requests reach the store and are answered:
+// n is connected and the store is not stalled.
+func (w *world) reaches(n *node, now time.Time) bool {
+	return n.connected(now) && !now.Before(w.stallUntil)
+}
 
 func (w *world) note(node string, shard int, job, what string) {
 	ev := Event{At: time.Now(), Node: node, Shard: shard, Job: job, What: what}
@@ -271,7 +280,7 @@ func (w *world) stopNode(n *node, why string) {
 // or ended.
 func (w *world) contact(n *node, now time.Time) {
 	if n.sess != nil {
-		n.sess.setCut(now, !n.connected(now))
+		n.sess.setCut(now, !w.reaches(n, now))
 	}
 }
 
@@ -453,6 +462,9 @@ func (w *world) deadlines(now time.Time) bool {
 }
 
 func (w *world) expire(now time.Time) bool {
+	if now.Before(w.stallUntil) {
+		return false
+	}
 	if e := w.m.nextExpiry(); !e.IsZero() && !now.Before(e) {
 		return w.m.expire(now)
 	}
@@ -484,7 +496,7 @@ func (w *world) answerDead() bool {
 func (w *world) deliver(now time.Time) bool {
 	best := -1
 	for i, c := range w.calls {
-		if now.Before(c.readyAt) || !c.n.connected(now) {
+		if now.Before(c.readyAt) || !w.reaches(c.n, now) {
 			continue
 		}
 		if best < 0 || c.readyAt.Before(w.calls[best].readyAt) {
@@ -569,7 +581,7 @@ func (w *world) renew(now time.Time) bool {
 			continue
 		}
 		if n.sess.lost {
-			if n.connected(now) {
+			if w.reaches(n, now) {
 				w.newSession(n, now)
 				return true
 			}
@@ -578,7 +590,7 @@ func (w *world) renew(now time.Time) bool {
 		if now.Before(n.sess.nextRenew) {
 			continue
 		}
-		if !n.connected(now) {
+		if !w.reaches(n, now) {
 			n.sess.nextRenew = now.Add(w.cfg.TTL / 10)
 			continue
 		}
@@ -612,7 +624,7 @@ func (w *world) acquire(now time.Time) bool {
 		}
 		var cands []*node
 		for _, n := range w.nodes {
-			if n.connected(now) && !n.sess.lost && n.held[s] == nil {
+			if w.reaches(n, now) && !n.sess.lost && n.held[s] == nil {
 				cands = append(cands, n)
 			}
 		}
@@ -748,6 +760,7 @@ func (w *world) nextDue(now, end time.Time) time.Time {
 		}
 	}
 	take(w.m.nextExpiry())
+	take(w.stallUntil)
 	for _, at := range w.acquireAt {
 		take(at)
 	}
