@@ -110,6 +110,26 @@ type Violation struct {
 	Property string
 	Job      string
 	Detail   string
+	// From and To bound the stretch of history the report prints (zero
+	// To: up to the end).
+	From, To time.Time
+}
+
+func violation(property, job, detail string) Violation {
+	return Violation{Property: property, Job: job, Detail: detail}
+}
+
+// around is the report window from a little before from to a little
+// after to.
+func around(from, to time.Time) (time.Time, time.Time) {
+	return from.Add(-15 * time.Second), to.Add(5 * time.Second)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // Check runs every property and returns what is violated.
@@ -234,7 +254,9 @@ func noLostTick(h *History) []Violation {
 			}) {
 				continue
 			}
-			vs = append(vs, Violation{"no tick lost", name, fmt.Sprintf("tick %s (%s, %s) never ran", ts(t), base.Misfire, base.Concurrency)})
+			v := Violation{Property: "no tick lost", Job: name, Detail: fmt.Sprintf("tick %s (%s, %s) never ran", ts(t), base.Misfire, base.Concurrency)}
+			v.From, v.To = around(t.Add(-5*time.Second), t.Add(5*time.Second))
+			vs = append(vs, v)
 		}
 	}
 	return vs
@@ -259,8 +281,10 @@ func noUnmarkedRepeat(h *History) []Violation {
 		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) {
 			continue
 		}
-		vs = append(vs, Violation{"no unmarked repeat", r.Job, fmt.Sprintf("tick %s ran at %s (%s token %d) and again unmarked at %s (%s token %d)",
-			ts(r.Tick), ts(f.Start), f.Node, f.Token, ts(r.Start), r.Node, r.Token)})
+		v := Violation{Property: "no unmarked repeat", Job: r.Job, Detail: fmt.Sprintf("tick %s ran at %s (%s token %d) and again unmarked at %s (%s token %d)",
+			ts(r.Tick), ts(f.Start), f.Node, f.Token, ts(r.Start), r.Node, r.Token)}
+		v.From, v.To = around(earliest(r.Tick, f.Start), r.Start)
+		vs = append(vs, v)
 	}
 	return vs
 }
@@ -275,17 +299,21 @@ func noSuspendedRun(h *History) []Violation {
 	lives := h.lives()
 	for _, r := range h.Runs {
 		for _, s := range suspensions(lives[r.Job]) {
+			n := len(vs)
 			switch {
 			case r.Trigger == "" && r.Tick.After(s[0]) && !r.Tick.After(s[1]):
-				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
-					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)})
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
+					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
 			case r.Start.After(s[0]) && r.Start.Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
-				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
-					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)})
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
+					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)))
 			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]) &&
 				!(r.Rerun && !r.Tick.After(s[0])):
-				vs = append(vs, Violation{"no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
-					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)})
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
+					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)))
+			}
+			if len(vs) > n {
+				vs[n].From, vs[n].To = around(earliest(r.Tick, s[0]), r.Start)
 			}
 		}
 	}
@@ -297,8 +325,10 @@ func noRunPastDeadline(h *History) []Violation {
 	var vs []Violation
 	for _, r := range h.Runs {
 		if !r.Start.Before(r.Deadline) {
-			vs = append(vs, Violation{"no run past the safe deadline", r.Job, fmt.Sprintf("tick %s started at %s by %s token %d, deadline %s",
-				ts(r.Tick), ts(r.Start), r.Node, r.Token, ts(r.Deadline))})
+			v := Violation{Property: "no run past the safe deadline", Job: r.Job, Detail: fmt.Sprintf("tick %s started at %s by %s token %d, deadline %s",
+				ts(r.Tick), ts(r.Start), r.Node, r.Token, ts(r.Deadline))}
+			v.From, v.To = around(r.Start.Add(-15*time.Second), r.Start)
+			vs = append(vs, v)
 		}
 	}
 	return vs
@@ -321,7 +351,9 @@ func forbidNeverOverlaps(h *History) []Violation {
 		for i, a := range runs {
 			for _, b := range runs[i+1:] {
 				if b.Start.Before(a.End) && b.Start.After(a.Start) || (b.Start.Equal(a.Start) && !a.End.Equal(a.Start)) {
-					vs = append(vs, Violation{"forbid never overlaps", name, fmt.Sprintf("%s overlaps %s", b, a)})
+					v := Violation{Property: "forbid never overlaps", Job: name, Detail: fmt.Sprintf("%s overlaps %s", b, a)}
+					v.From, v.To = around(earliest(a.Tick, b.Tick), b.Start)
+					vs = append(vs, v)
 				}
 			}
 		}
@@ -343,6 +375,7 @@ func manualOnce(h *History) []Violation {
 	}
 	lives := h.lives()
 	for id, ti := range h.Triggers {
+		n := len(vs)
 		var unmarked []Run
 		for _, r := range runs[id] {
 			if !r.Rerun {
@@ -356,14 +389,17 @@ func manualOnce(h *History) []Violation {
 		})
 		switch {
 		case len(unmarked) > 1:
-			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s ran %d times unmarked: %v", id, len(unmarked), unmarked)})
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s ran %d times unmarked: %v", id, len(unmarked), unmarked)))
 		case h.Consumed[id] == "skip" && len(runs[id]) > 0:
-			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s recorded as skipped but ran: %v", id, runs[id])})
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s recorded as skipped but ran: %v", id, runs[id])))
 		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched &&
 			!slices.ContainsFunc(h.Final[ti.job].InFlight, func(f scheduler.Flight) bool { return f.Trigger == id }):
-			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s claimed but never ran", id)})
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s claimed but never ran", id)))
 		case h.Pending[id] && !touched && h.Final[ti.job].LastClaimed.After(ti.at):
-			vs = append(vs, Violation{"manual run exactly once", ti.job, fmt.Sprintf("trigger %s (requested %s) never taken", id, ts(ti.at))})
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s (requested %s) never taken", id, ts(ti.at))))
+		}
+		if len(vs) > n {
+			vs[n].From = ti.at.Add(-15 * time.Second)
 		}
 	}
 	return vs
@@ -389,7 +425,11 @@ func (h *History) Report(v Violation) string {
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
-	fmt.Fprintf(&b, " the job's runs, store writes, job set changes and every owner's events:\n")
+	lines = slices.DeleteFunc(lines, func(l line) bool {
+		return l.at.Before(v.From) || (!v.To.IsZero() && l.at.After(v.To))
+	})
+	fmt.Fprintf(&b, " from %s to %s, the job's runs, store writes and job set changes, and its shard's and nodes' events (all of it: -sim.seed=%d -v):\n",
+		ts(v.From), ts(v.To), h.Seed)
 	for _, l := range lines {
 		b.WriteString(l.s + "\n")
 	}

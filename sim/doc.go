@@ -54,8 +54,9 @@
 // token); no tick of a suspended stretch ever run, no tick at or before
 // the resume run after it, nothing started while suspended; no run
 // started at or after its owner's safe deadline; forbid never overlaps; a
-// manual run exactly once. A violation prints the seed, the job's runs
-// and store writes, and the owners' events.
+// manual run exactly once. A violation prints the seed and the stretch of
+// history around it: the job's runs, store writes and job set changes, and
+// its shard's and the nodes' events; -sim.seed=N -v prints all of it.
 //
 // # Entry points
 //
