@@ -36,6 +36,10 @@ type Marker struct {
 // request size limit (1.5 MiB by default) and batches of releases do too.
 const MaxHandedBytes = 256 << 10
 
+// maxReleaseBytes bounds the markers one release transaction writes, well
+// under etcd's default request limit of 1.5 MiB.
+const maxReleaseBytes = 1 << 20
+
 // Encode returns the stored form of m, with Format set to MarkerFormat.
 func (m Marker) Encode() []byte {
 	m.Format = MarkerFormat

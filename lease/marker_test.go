@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,5 +68,68 @@ func TestUnreadableMarkerStillAcquires(t *testing.T) {
 	tok, m, err := s.Acquire(ctx, 4, "n")
 	if err == nil || m != nil || tok.Generation == 0 {
 		t.Fatalf("acquire over a newer-format marker: token %v marker %v err %v; want the token and an error", tok, m, err)
+	}
+}
+
+// A marker names the ticks handed over; a marker an earlier release wrote
+// (no handed field) parses and names nothing; one whose list would be too
+// large names nothing rather than failing the release.
+func TestMarkerHanded(t *testing.T) {
+	stopped := time.Date(2026, 6, 1, 12, 0, 5, 0, time.UTC)
+	tick := stopped.Add(time.Second)
+	m, err := ParseMarker(Marker{StoppedAt: stopped, Generation: 7, Handed: map[string][]time.Time{"a": {tick}}}.Encode())
+	if err != nil || len(m.Handed["a"]) != 1 || !m.Handed["a"][0].Equal(tick) {
+		t.Fatalf("round trip: %+v, %v", m, err)
+	}
+	old, err := ParseMarker([]byte(`{"stopped_at":"2026-06-01T12:00:05Z","generation":7,"format":1}`))
+	if err != nil || old.Handed != nil || !old.StoppedAt.Equal(stopped) {
+		t.Fatalf("an earlier release's marker: %+v, %v", old, err)
+	}
+	big := map[string][]time.Time{}
+	for i := range 20000 {
+		big[fmt.Sprintf("job-%05d", i)] = []time.Time{tick}
+	}
+	b := Marker{StoppedAt: stopped, Generation: 7, Handed: big}.Encode()
+	if len(b) > MaxHandedBytes {
+		t.Fatalf("encoded marker of %d bytes, over %d", len(b), MaxHandedBytes)
+	}
+	if m, err := ParseMarker(b); err != nil || m.Handed != nil || !m.StoppedAt.Equal(stopped) {
+		t.Fatalf("an oversized list: %+v, %v; want the marker without it", m, err)
+	}
+}
+
+// Releases whose markers name many handed ticks are batched by size, so
+// that no transaction passes etcd's request limit (1.5 MiB by default):
+// ten markers of about 200 KiB each are released in one call.
+func TestReleaseBatchesLargeMarkers(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t).Client(t)
+	ctx := tctx(t)
+	cfg, _ := testCfg(3 * time.Second)
+	s := newSession(t, cli, cfg)
+	stopped := time.Date(2026, 6, 1, 12, 0, 5, 0, time.UTC)
+	handed := map[string][]time.Time{}
+	for i := range 4000 {
+		handed[fmt.Sprintf("tenant-%05d.nightly-report", i)] = []time.Time{stopped.Add(time.Second)}
+	}
+	if n := len(Marker{StoppedAt: stopped, Handed: handed}.Encode()); n < 150<<10 || n > MaxHandedBytes {
+		t.Fatalf("a marker of %d bytes: the test wants 150 KiB to %d", n, MaxHandedBytes)
+	}
+	var rs []Release
+	for shard := range 10 {
+		tok, _, err := s.Acquire(ctx, shard, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, Release{Token: tok, StoppedAt: stopped, Handed: handed})
+	}
+	errs, err := s.Release(ctx, rs)
+	if err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Errorf("shard %d: %v", i, e)
+		}
 	}
 }

@@ -149,8 +149,21 @@ func (s *Session) Release(ctx context.Context, rs []Release) ([]error, error) {
 		}
 		return errs, err
 	}
+	markers := make([][]byte, len(rs))
+	for _, i := range pending {
+		if r := rs[i]; !r.StoppedAt.IsZero() {
+			markers[i] = Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation, Handed: r.Handed}.Encode()
+		}
+	}
 	for len(pending) > 0 {
-		batch := pending[:min(per, len(pending))]
+		// At most per releases, and markers of at most maxReleaseBytes
+		// (a marker naming handed ticks can be large), one at the least.
+		n, size := 0, 0
+		for n < min(per, len(pending)) && (n == 0 || size+len(markers[pending[n]]) <= maxReleaseBytes) {
+			size += len(markers[pending[n]])
+			n++
+		}
+		batch := pending[:n]
 		if !s.Valid() {
 			return fail(s.refuse(fmt.Sprintf("release of %d shards", len(pending))))
 		}
@@ -161,9 +174,8 @@ func (s *Session) Release(ctx context.Context, rs []Release) ([]error, error) {
 			r := rs[i]
 			cmps = append(cmps, Guard(s.ks, r.Token))
 			ops = append(ops, clientv3.OpDelete(s.ks.Shard(r.Token.Shard)))
-			if !r.StoppedAt.IsZero() {
-				m := Marker{StoppedAt: r.StoppedAt, Generation: r.Token.Generation, Handed: r.Handed}
-				ops = append(ops, clientv3.OpPut(s.ks.Released(r.Token.Shard), string(m.Encode())))
+			if markers[i] != nil {
+				ops = append(ops, clientv3.OpPut(s.ks.Released(r.Token.Shard), string(markers[i])))
 			}
 			reads = append(reads, clientv3.OpGet(s.ks.Shard(r.Token.Shard), clientv3.WithKeysOnly()))
 		}

@@ -274,6 +274,11 @@ func (s *Scheduler) installJobs(now time.Time) {
 				if rec.e.job.Suspend && !e.job.Suspend && !e.job.Resumed.IsZero() && e.job.Resumed.Before(now) {
 					from = e.job.Resumed
 				}
+				if e.job.Suspend {
+					for _, r := range rec.runs {
+						r.suspended.Store(true)
+					}
+				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
 				voided++

@@ -154,6 +154,11 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	case job.Suspend:
 		s.skipTick(w, "job suspended")
 		return decided
+	case w.reclaim && !w.rerun && w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
+		// Handed over and never started, and the job was suspended since:
+		// no tick at or before its resume runs (config.Job.NotBefore).
+		s.skipTick(w, "job suspended")
+		return decided
 	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
 		return decided // decided already
 	}

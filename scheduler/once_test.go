@@ -467,3 +467,74 @@ func TestRecordHistoryCrossesUpgrade(t *testing.T) {
 		}
 	})
 }
+
+// Two requests of one job made in the same instant get different manual
+// ticks on whichever owners take them: the tick comes from the request
+// (its time and revision), not from the order an owner received it. A
+// later owner used to hand the first free tick to another request, and a
+// receiver deduping on (job, tick) dropped a distinct manual run.
+func TestManualTicksDistinctAcrossOwners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "burst", "0 0 1 1 *")
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil, j)
+		defer h2.stop()
+		at := time.Now()
+		g1, _ := h1.grant(2, 9, nil)
+		h1.s.Acquired(g1)
+		h1.s.Triggered(h1.request(2, 9, j.Name, "first", 50, at))
+		time.Sleep(time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		rel := h1.s.Drain(ctx, 2)
+		cancel()
+		g2, _ := h2.grant(2, 12, &rel)
+		h2.s.Acquired(g2)
+		h2.s.Triggered(h2.request(2, 12, j.Name, "second", 51, at))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		r1, r2 := h1.runner.of(j.Name), h2.runner.of(j.Name)
+		if len(r1) != 1 || len(r2) != 1 {
+			t.Fatalf("runs: %d then %d, want one each", len(r1), len(r2))
+		}
+		if r1[0].Tick.Equal(r2[0].Tick) {
+			t.Errorf("both manual runs carry tick %v: one idempotency key for two requests", r1[0].Tick)
+		}
+	})
+}
+
+// A run held for contact with the store when its job is suspended never
+// starts: resumed later, the job runs nothing at or before its resume.
+func TestHeldRunDroppedOnSuspend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "held", "10 * * * * *")
+		j.Since = t0
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(3, 9, nil)
+		h.s.Acquired(g)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(-500 * time.Millisecond))
+		h.contact.lose()
+		sleepUntil(tick.Add(time.Second))
+		suspended := j
+		suspended.Suspend = true
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
+		sleepUntil(tick.Add(2 * time.Second))
+		h.contact.regain()
+		resumed := j
+		resumed.Resumed = tick.Add(3 * time.Second)
+		sleepUntil(resumed.Resumed)
+		h.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{resumed}})
+		sleepUntil(tick.Add(5 * time.Second))
+		synctest.Wait()
+		if _, ran := rerunOf(h, j.Name, tick); ran {
+			t.Errorf("tick %v ran after the job was suspended and resumed", tick)
+		}
+		if got := h.store.record(3, j.Name).InFlight; len(got) != 0 {
+			t.Errorf("still in flight: %v", got)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,13 @@ type run struct {
 	man     *manual   // set on a manual tick
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	// Set by its worker while the run waits for contact with the store
+	// (awaitContact): not running yet, so forbid skips nothing behind it.
+	awaiting atomic.Bool
+	// Set by Run when the job is suspended: a run still waiting for contact
+	// then never starts (no tick runs after a suspension's resume that was
+	// due before it, config.Job.NotBefore).
+	suspended atomic.Bool
 }
 
 type runDone struct {
@@ -26,6 +34,7 @@ type runDone struct {
 	res        Result
 	start, end time.Time
 	ran        bool
+	dropped    bool  // never started: its job was suspended meanwhile
 	attempts   int   // attempts made (retries.go)
 	cause      error // the run context's cancellation cause; nil if none
 }
@@ -79,7 +88,7 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 		if r.late || r.behind {
 			return false
 		}
-		busy = busy || !r.started.After(t)
+		busy = busy || (!r.started.After(t) && !r.awaiting.Load())
 	}
 	return busy
 }
@@ -143,6 +152,9 @@ func (s *Scheduler) execute(r *run, spec Run) {
 	d := runDone{r: r, start: time.Now()}
 	if err := s.awaitContact(r, spec); err != nil {
 		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
+	} else if r.suspended.Load() {
+		d.dropped = true
+		d.res = Result{Status: StatusSkipped, Detail: "job suspended before its run could start"}
 	} else if r.ctx.Err() != nil {
 		d.res = Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}
 	} else {
@@ -179,6 +191,8 @@ const contactPoll = 10 * time.Millisecond
 func (s *Scheduler) awaitContact(r *run, spec Run) error {
 	c, window := r.sh.g.Contact, s.cfg.ContactWindow
 	if c.ContactAge() > window {
+		r.awaiting.Store(true)
+		defer r.awaiting.Store(false)
 		s.m.heldNoContact.Inc()
 		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
 		t := time.NewTicker(contactPoll)
@@ -213,6 +227,15 @@ func (s *Scheduler) runEnded(d runDone) {
 	status := d.res.Status
 	if status == "" {
 		status = StatusFailed
+	}
+	if d.dropped && sh.state != stopped && !rec.parked {
+		if r.man != nil {
+			r.man.done = true
+		}
+		s.skipTick(&waitTick{rec: rec, tick: r.tick, reclaim: true}, d.res.Detail)
+		s.unpark(rec)
+		s.checkIdle(sh)
+		return
 	}
 	record := d.ran
 	switch {

@@ -81,7 +81,7 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 		return
 	}
 	m := &manual{id: t.ID, by: t.By, rev: t.Rev}
-	tick := rec.manualTick(t.RequestedAt, now)
+	tick := rec.manualTick(t.RequestedAt, t.Rev, now)
 	pending := rec.manualPending()
 	rec.addManual(tick, m)
 	w := &waitTick{rec: rec, tick: tick, man: m}
@@ -124,15 +124,22 @@ func (r Record) claimedTrigger(id string) bool {
 	return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger == id })
 }
 
-// manualTick is the tick of a manual run requested at `at`: that instant
-// (now if it is later, or unset), to the microsecond, moved off whole
-// seconds and off every tick the job has in flight or in line.
-func (rec *jobRec) manualTick(at, now time.Time) time.Time {
+// manualTick is the tick of a manual run requested at `at` whose request
+// key was created at revision rev: that instant (now if it is later, or
+// unset) to the millisecond, plus 1 to 999 microseconds taken from rev,
+// then moved off every tick the job has in flight or in line. Every owner
+// computes the same tick for a request, and two requests of one job get
+// different ticks (their revisions differ, and no two of a job's requests
+// are 999 revisions apart within one millisecond), so the idempotency key
+// (cluster, job, tick) of a manual run is its own across owners: a burst of
+// requests sharing one requested_at used to get ticks by arrival order,
+// which a later owner handed out again to other requests.
+func (rec *jobRec) manualTick(at time.Time, rev int64, now time.Time) time.Time {
 	t := at
 	if t.IsZero() || t.After(now) {
 		t = now
 	}
-	t = t.UTC().Truncate(time.Microsecond)
+	t = t.UTC().Truncate(time.Millisecond).Add(time.Duration(1+(rev%999+999)%999) * time.Microsecond)
 	for t.Nanosecond() == 0 || rec.tickTaken(t) {
 		t = t.Add(time.Microsecond)
 	}
