@@ -2,7 +2,13 @@ package scheduler
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // FuzzDecodeRecord: DecodeRecord never panics, and a record it accepts
@@ -39,5 +45,49 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil || !bytes.Equal(e1, e2) {
 			t.Fatalf("round trip changed the record:\n%s\n%s (%v)", e1, e2, err)
 		}
+	})
+}
+
+// FuzzPorts: no value read from etcd or sent by a client crashes an owner.
+// One shard is handed over with a fuzzed record, a fuzzed release marker
+// (handed ticks included) and a burst of fuzzed trigger requests, under a
+// job set the fuzzer shapes (schedule, policies); the scheduler then runs
+// for a minute of the fake clock and must stop cleanly.
+func FuzzPorts(f *testing.F) {
+	f.Add([]byte(`{"format":1,"token":7,"last_claimed":"2026-06-01T11:59:50Z","in_flight":[{"tick":"2026-06-01T11:59:58Z","token":7}]}`),
+		int64(-3), uint8(5), "* * * * * *", uint8(0), uint8(2), "t1", int64(-2))
+	f.Add([]byte(`{"format":2,"token":99,"in_flight":[{"tick":"2026-06-01T12:00:00.25Z","token":99,"trigger":"x","rerun":true}]}`),
+		int64(0), uint8(40), "@every 3s", uint8(1), uint8(1), "x", int64(1<<40))
+	f.Add([]byte(`{"format":1,"token":-5,"skipped":-1,"last_claimed":"0001-01-01T00:00:00Z"}`),
+		int64(1<<62), uint8(255), "H H * * * *", uint8(2), uint8(0), "", int64(0))
+	f.Fuzz(func(t *testing.T, record []byte, releasedAt int64, triggers uint8, spec string, conc, misfire uint8, id string, reqAt int64) {
+		sched := config.Job{Name: "fuzzed", Schedule: spec}
+		if _, err := cronspec.Parse(spec, "UTC"); err != nil {
+			sched.Schedule = "* * * * * *"
+		}
+		sched.Concurrency = []config.Concurrency{config.ConcurrencyAllow, config.ConcurrencyForbid, config.ConcurrencyReplace}[conc%3]
+		sched.Misfire = []config.Misfire{config.MisfireSkip, config.MisfireRunOnce, config.MisfireRunAll}[misfire%3]
+		synctest.Test(t, func(t *testing.T) {
+			sleepUntil(t0)
+			j := jobIn(2, sched.Name, sched.Schedule)
+			j.Concurrency, j.Misfire = sched.Concurrency, sched.Misfire
+			h := newHarness(t, nil, j)
+			defer h.stop()
+			h.runner.behave = work(1500 * time.Millisecond)
+			h.store.mu.Lock()
+			h.store.rev++
+			h.store.recs[recKey(2, j.Name)] = Stored{Value: record, Rev: h.store.rev}
+			h.store.mu.Unlock()
+			at := t0.Add(time.Duration(releasedAt % int64(time.Hour)))
+			rel := &Released{StoppedAt: at, Token: 7, Handed: map[string][]time.Time{j.Name: {at, at.Add(time.Second)}}}
+			g, _ := h.grant(2, 100, rel)
+			h.s.Acquired(g)
+			for i := range int(triggers) {
+				req := h.request(2, 100, j.Name, fmt.Sprintf("%s-%d", id, i%7), int64(i)*reqAt, t0.Add(time.Duration(reqAt)))
+				h.s.Triggered(req)
+			}
+			time.Sleep(time.Minute)
+			synctest.Wait()
+		})
 	})
 }

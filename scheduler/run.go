@@ -22,7 +22,10 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	// Set by its worker while the run waits for contact with the store
 	// (awaitContact): not running yet, so forbid skips nothing behind it.
-	awaiting atomic.Bool
+	// startedLate is when such a run did start (Unix nanoseconds; 0 if it
+	// never waited): forbid judges ticks by it, not by the claim.
+	awaiting    atomic.Bool
+	startedLate atomic.Int64
 	// Set by Run when the job is suspended: a run still waiting for contact
 	// then never starts (no tick runs after a suspension's resume that was
 	// due before it, config.Job.NotBefore).
@@ -88,7 +91,11 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 		if r.late || r.behind {
 			return false
 		}
-		busy = busy || (!r.started.After(t) && !r.awaiting.Load())
+		start := r.started
+		if ns := r.startedLate.Load(); ns != 0 {
+			start = time.Unix(0, ns)
+		}
+		busy = busy || (!start.After(t) && !r.awaiting.Load())
 	}
 	return busy
 }
@@ -207,6 +214,7 @@ func (s *Scheduler) awaitContact(r *run, spec Run) error {
 			case <-t.C:
 			}
 		}
+		r.startedLate.Store(time.Now().UnixNano())
 	}
 	return r.sh.check()
 }

@@ -107,6 +107,9 @@ func (s *Scheduler) loaded(d loadDone) {
 			switch {
 			case mine(o.tick) && o.ahead:
 				s.claimLanded(rec, o, now)
+			case mine(o.tick) && live && rec.e.job.Suspend:
+				// Landed, and the job was suspended meanwhile: never started.
+				s.skipTick(&waitTick{rec: rec, tick: o.tick, reclaim: true}, "job suspended")
 			case mine(o.tick) && live:
 				s.used++ // the slot it held a moment ago
 				rec.active++
