@@ -249,7 +249,7 @@ func noLostTick(h *History) []Violation {
 					continue ticks // before or in a suspension, not run before it
 				}
 			}
-			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(runs, func(r Run) bool {
+			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(spans(runs), func(r Run) bool {
 				return !r.Start.After(t) && !r.End.Before(t)
 			}) {
 				continue
@@ -260,6 +260,34 @@ func noLostTick(h *History) []Violation {
 		}
 	}
 	return vs
+}
+
+// spans merges the attempts of each (tick, token) into one run, from the
+// first attempt's start to the last one's end: retries stay inside their
+// tick's run, backoff included.
+func spans(runs []Run) []Run {
+	type key struct {
+		tick  time.Time
+		token int64
+	}
+	idx := map[key]int{}
+	var out []Run
+	for _, r := range runs {
+		k := key{r.Tick, r.Token}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, r)
+			continue
+		}
+		if r.Start.Before(out[i].Start) {
+			out[i].Start = r.Start
+		}
+		if r.End.After(out[i].End) {
+			out[i].End = r.End
+		}
+	}
+	return out
 }
 
 // noUnmarkedRepeat: a (job, tick) runs again only as a marked re-run (or
@@ -347,7 +375,7 @@ func forbidNeverOverlaps(h *History) []Violation {
 		}
 	}
 	for name := range forbid {
-		runs := h.runsOf(name)
+		runs := spans(h.runsOf(name))
 		for i, a := range runs {
 			for _, b := range runs[i+1:] {
 				if b.Start.Before(a.End) && b.Start.After(a.Start) || (b.Start.Equal(a.Start) && !a.End.Equal(a.Start)) {

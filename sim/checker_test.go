@@ -57,6 +57,13 @@ func TestCheckerProperties(t *testing.T) {
 			h.Runs[2].End = at(8.5) // tick 6 runs past tick 8
 			h.Runs = append(h.Runs[:3], h.Runs[4:]...)
 		}, "", ""},
+		{"forbid: a retry's backoff is inside its run", forbidAll, func(h *History) {
+			h.Runs[2].End = at(7.5) // tick 6: attempt 1 fails at 7.5, attempt 2 runs 8.2-8.6
+			r := h.Runs[2]
+			r.Attempt, r.Start, r.End = 2, at(8.2), at(8.6)
+			h.Runs = append(h.Runs[:3], h.Runs[4:]...) // tick 8 skipped by forbid
+			h.Runs = append(h.Runs, r)
+		}, "", ""},
 		{"repeat", allowAll, func(h *History) {
 			r := h.Runs[1]
 			r.Start, r.End, r.Token, r.Node = at(10), at(11), 9, "n2"
