@@ -1,0 +1,354 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// The nemesis: every fault, chosen by the seed's random source. It acts
+// during the faulty stretch only; the quiet stretch after it heals
+// everything.
+
+type nemesis struct {
+	w    *world
+	next time.Time
+	// Per seed: how often each kind of store trouble happens.
+	pDrop, pLost, pSlow float64
+	healed              bool
+	trig                int
+}
+
+func newNemesis(w *world) *nemesis {
+	r := w.rng
+	return &nemesis{w: w, next: w.start.Add(time.Second),
+		pDrop: r.Float64() * 0.05, pLost: r.Float64() * 0.05, pSlow: r.Float64() * 0.05}
+}
+
+// decideCall chooses a call's latency and fate.
+func (nm *nemesis) decideCall(c *call, now time.Time) {
+	r := nm.w.rng
+	c.readyAt = now.Add(time.Millisecond + time.Duration(r.Int64N(int64(10*time.Millisecond))))
+	if c.kind == callRelease || nm.healed {
+		return
+	}
+	switch x := r.Float64(); {
+	case x < nm.pDrop:
+		c.fate = fateDrop
+	case x < nm.pDrop+nm.pLost:
+		c.fate = fateLostOK
+	}
+	if r.Float64() < nm.pSlow {
+		c.readyAt = now.Add(300*time.Millisecond + time.Duration(r.Int64N(int64(3*time.Second))))
+	}
+	if n := c.n; now.Before(n.partUntil) && n.partFail {
+		c.failAt = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second))))
+	}
+}
+
+// heal ends pauses and partitions whose time is up, and restarts crashed
+// nodes whose time came.
+func (nm *nemesis) heal(now time.Time) bool {
+	w := nm.w
+	if !w.stallUntil.IsZero() && !now.Before(w.stallUntil) {
+		w.stallUntil = time.Time{}
+		for _, n := range w.nodes {
+			w.contact(n, now)
+		}
+		w.note("", -1, "", "store stall over")
+		return true
+	}
+	for _, n := range w.nodes {
+		switch {
+		case !n.alive && !n.restartAt.IsZero() && !now.Before(n.restartAt):
+			w.startNode(n)
+			return true
+		case n.resume != nil && !n.paused(now):
+			w.mu.Lock()
+			close(n.resume)
+			n.resume = nil
+			w.mu.Unlock()
+			w.contact(n, now)
+			w.note(n.name, -1, "", "resumed from pause")
+			return true
+		case !n.partUntil.IsZero() && !now.Before(n.partUntil):
+			n.partUntil = time.Time{}
+			w.contact(n, now)
+			w.note(n.name, -1, "", "partition healed")
+			return true
+		}
+	}
+	return false
+}
+
+// act performs the next fault when it is due; at the end of the faulty
+// stretch it heals everything once.
+func (nm *nemesis) act(now, end time.Time) bool {
+	w := nm.w
+	if now.Before(nm.next) {
+		return false
+	}
+	if !now.Before(end.Add(-w.cfg.Quiet)) {
+		if nm.healed {
+			nm.next = time.Time{}
+			return false
+		}
+		nm.healed = true
+		for _, n := range w.nodes {
+			if !n.alive && n.restartAt.IsZero() {
+				n.restartAt = now
+			}
+			if n.partUntil.After(now) {
+				n.partUntil = now
+			}
+			if n.pausedUntil.After(now) {
+				n.pausedUntil = now
+			}
+		}
+		if w.stallUntil.After(now) {
+			w.stallUntil = now
+		}
+		w.jobs.resumeAll(now)
+		w.note("", -1, "", "quiet: every fault healed")
+		nm.next = now.Add(time.Second)
+		return true
+	}
+	r := w.rng
+	nm.next = now.Add(200*time.Millisecond + time.Duration(r.Int64N(int64(4*time.Second))))
+	n := w.nodes[r.IntN(len(w.nodes))]
+	switch k := r.IntN(100); {
+	case k < 8:
+		if n.alive && n.resume == nil {
+			w.stopNode(n, "nemesis")
+			n.restartAt = now.Add(time.Second + time.Duration(r.Int64N(int64(20*time.Second))))
+		}
+	case k < 14:
+		if n.alive && n.resume == nil {
+			n.pausedUntil = now.Add(w.cfg.TTL - w.cfg.Margin + time.Duration(r.Int64N(int64(6*time.Second))))
+			w.mu.Lock()
+			n.resume = make(chan struct{})
+			w.mu.Unlock()
+			w.contact(n, now)
+			w.note(n.name, -1, "", fmt.Sprintf("paused until %s", ts(n.pausedUntil)))
+		}
+	case k < 22:
+		if n.alive && n.partUntil.IsZero() {
+			n.partUntil = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(15*time.Second))))
+			n.partFail = r.IntN(2) == 0
+			w.contact(n, now)
+			w.note(n.name, -1, "", fmt.Sprintf("partitioned from the store until %s (fail %v)", ts(n.partUntil), n.partFail))
+		}
+	case k < 42:
+		if n.alive && !n.paused(now) {
+			for _, s := range sortedKeys(n.held) {
+				if h := n.held[s]; !h.draining && r.IntN(2) == 0 {
+					w.drainShard(n, h)
+					break
+				}
+			}
+		}
+	case k < 62:
+		w.jobs.edit(now)
+	case k < 66:
+		if w.stallUntil.IsZero() {
+			w.stallUntil = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(w.cfg.TTL+5*time.Second))))
+			for _, n := range w.nodes {
+				w.contact(n, now)
+			}
+			w.note("", -1, "", fmt.Sprintf("store stalled until %s", ts(w.stallUntil)))
+		}
+	case k < 99 || !w.cfg.Bursts:
+		nm.trigger(now, 1)
+	default:
+		nm.trigger(now, 40)
+	}
+	return true
+}
+
+// trigger puts n manual trigger requests for a random job.
+func (nm *nemesis) trigger(now time.Time, n int) {
+	w := nm.w
+	j := w.jobs.set.Jobs[w.rng.IntN(len(w.jobs.set.Jobs))]
+	shard := keyspace.ShardOf(j.Name, w.cfg.Shards)
+	for range n {
+		nm.trig++
+		id := fmt.Sprintf("t%d", nm.trig)
+		w.m.trigger(shard, j.Name, id, now)
+		w.triggers[id] = trigInfo{job: j.Name, at: now}
+	}
+	for _, n := range w.nodes {
+		if h := n.held[shard]; n.alive && h != nil && !h.draining {
+			sched, t := n.sched, w.m.triggersOf(shard, h.gen)
+			go func() {
+				for _, x := range t {
+					sched.Triggered(x)
+				}
+			}()
+		}
+	}
+}
+
+// jobsState is the job set and each job's timeline.
+type jobsState struct {
+	w   *world
+	set config.JobSet
+	// per job: its run length and failure rate; whether it is strict
+	// (never edited nor removed).
+	meta map[string]*jobMeta
+	// timeline of every job set, for the checker.
+	sets []setAt
+}
+
+type setAt struct {
+	at  time.Time
+	set config.JobSet
+}
+
+type jobMeta struct {
+	minRun, maxRun time.Duration
+	pFail          float64
+	strict         bool
+	base           config.Job
+}
+
+var specs = []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *", "*/5 * * * * *", "@every 4s"}
+
+func periodOf(spec string) time.Duration {
+	switch spec {
+	case "*/2 * * * * *":
+		return 2 * time.Second
+	case "*/3 * * * * *":
+		return 3 * time.Second
+	case "*/5 * * * * *":
+		return 5 * time.Second
+	case "@every 4s":
+		return 4 * time.Second
+	}
+	return time.Second
+}
+
+func newJobs(w *world) *jobsState {
+	r := w.rng
+	js := &jobsState{w: w, meta: map[string]*jobMeta{}}
+	var jobs []config.Job
+	for i := range w.cfg.Jobs {
+		spec := specs[r.IntN(len(specs))]
+		j := config.Job{Name: fmt.Sprintf("j%d", i), Schedule: spec, Func: "sim",
+			Timeout: config.Duration(30 * time.Second), Since: w.start}
+		switch r.IntN(5) {
+		case 0, 1:
+			j.Concurrency = config.ConcurrencyAllow
+		case 2, 3:
+			j.Concurrency = config.ConcurrencyForbid
+		default:
+			j.Concurrency = config.ConcurrencyReplace
+		}
+		switch r.IntN(10) {
+		case 0, 1:
+			j.Misfire = config.MisfireRunOnce
+		case 2:
+			j.Misfire = config.MisfireSkip
+		default:
+			j.Misfire = config.MisfireRunAll
+		}
+		if r.IntN(8) == 0 {
+			j.Retries = &config.Retries{Attempts: 2, Backoff: config.Duration(200 * time.Millisecond)}
+		}
+		p := periodOf(spec)
+		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}
+		if r.IntN(3) == 0 {
+			m.maxRun = 2 * p // runs that outlast the period: forbid and replace act
+		}
+		js.meta[j.Name] = m
+		jobs = append(jobs, j)
+	}
+	js.set = config.JobSet{Version: 1, Jobs: jobs}
+	js.sets = []setAt{{w.start, js.set}}
+	return js
+}
+
+// duration is how long a run of job takes, and whether it fails.
+func (js *jobsState) duration(job string) (time.Duration, bool) {
+	m := js.meta[job]
+	if m == nil {
+		return 100 * time.Millisecond, false
+	}
+	r := js.w.rng
+	d := m.minRun + time.Duration(r.Int64N(int64(m.maxRun-m.minRun)+1))
+	return d, r.Float64() < m.pFail
+}
+
+// edit changes the job set: suspend or resume any job; change the
+// schedule of, remove or re-add a job that is not strict.
+func (js *jobsState) edit(now time.Time) {
+	r := js.w.rng
+	set := config.JobSet{Version: js.set.Version + 1}
+	i := r.IntN(js.w.cfg.Jobs)
+	name := fmt.Sprintf("j%d", i)
+	m := js.meta[name]
+	var what string
+	found := false
+	for _, j := range js.set.Jobs {
+		if j.Name != name {
+			set.Jobs = append(set.Jobs, j)
+			continue
+		}
+		found = true
+		switch k := r.IntN(3); {
+		case k == 0 || m.strict:
+			j.Suspend = !j.Suspend
+			if !j.Suspend {
+				j.Resumed = now
+				what = "resumed"
+			} else {
+				what = "suspended"
+			}
+			set.Jobs = append(set.Jobs, j)
+		case k == 1:
+			j.Schedule = specs[r.IntN(len(specs))]
+			what = "schedule " + j.Schedule
+			set.Jobs = append(set.Jobs, j)
+		default:
+			what = "removed"
+		}
+	}
+	if !found {
+		j := m.base
+		j.Since = now
+		set.Jobs = append(set.Jobs, j)
+		what = "added again"
+	}
+	js.install(set, now, name, what)
+}
+
+// resumeAll resumes every suspended job (the quiet stretch).
+func (js *jobsState) resumeAll(now time.Time) {
+	set := config.JobSet{Version: js.set.Version + 1}
+	changed := false
+	for _, j := range js.set.Jobs {
+		if j.Suspend {
+			j.Suspend, j.Resumed = false, now
+			changed = true
+			js.w.note("", -1, j.Name, "resumed for the quiet stretch")
+		}
+		set.Jobs = append(set.Jobs, j)
+	}
+	if changed {
+		js.install(set, now, "", "")
+	}
+}
+
+func (js *jobsState) install(set config.JobSet, now time.Time, name, what string) {
+	js.set = set
+	js.sets = append(js.sets, setAt{now, set})
+	if what != "" {
+		js.w.note("", -1, name, fmt.Sprintf("job set v%d: %s", set.Version, what))
+	}
+	for _, n := range js.w.nodes {
+		if n.alive {
+			n.sched.SetJobs(set)
+		}
+	}
+}

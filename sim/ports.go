@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// The scheduler's ports, as each simulated node implements them: every
+// store call and every run is handed to the sim's goroutine and waits for
+// it, so the sim decides what lands, when, and in which order.
+
+// session is a node's lease session: its safe deadline on the virtual
+// clock, as the lease package keeps it (sent_at of the last successful
+// renewal + TTL - margin). It is the Grant's Deadline.
+type session struct {
+	lease    int64
+	deadline atomic.Int64 // Unix nanoseconds; 0 once declared lost
+	// contact is the send time of the latest request the store answered
+	// (Unix nanoseconds); cut is when the node lost the store (partition,
+	// pause; 0 while it reaches it). Together they are Grant.Contact.
+	contact   atomic.Int64
+	cut       atomic.Int64
+	nextRenew time.Time
+	lost      bool
+	// ctx is cancelled when the session is declared lost (the shard
+	// package's lostCtx): drains end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (s *session) Remaining() time.Duration {
+	d := s.deadline.Load()
+	if d == 0 {
+		return 0
+	}
+	return time.Until(time.Unix(0, d))
+}
+
+func (s *session) deadlineAt() time.Time { return time.Unix(0, s.deadline.Load()) }
+
+// probeEvery is the shard package's contact probe period: while a node
+// reaches the store, its latest answered request is at most this old.
+const probeEvery = 50 * time.Millisecond
+
+// ContactAge is how long since the send of the latest request the store
+// answered. While the node reaches the store the probe answers every
+// probeEvery (modelled, not sent: it would cost a sim step each).
+func (s *session) ContactAge() time.Duration {
+	now := time.Now()
+	if s.cut.Load() == 0 {
+		return time.Duration(now.UnixNano() % int64(probeEvery))
+	}
+	return now.Sub(time.Unix(0, s.contact.Load()))
+}
+
+// setCut records that the node lost (or regained) the store at now; the
+// last probe before the cut counts as an answer.
+func (s *session) setCut(now time.Time, cut bool) {
+	if !cut {
+		s.cut.Store(0)
+		s.answered(now)
+		return
+	}
+	if s.cut.Load() == 0 {
+		s.answered(now.Add(-time.Duration(now.UnixNano() % int64(probeEvery))))
+		s.cut.Store(now.UnixNano())
+	}
+}
+
+func (s *session) answered(sent time.Time) {
+	if n := sent.UnixNano(); n > s.contact.Load() {
+		s.contact.Store(n)
+	}
+}
+
+type callKind uint8
+
+const (
+	callCommit callKind = iota + 1
+	callHistory
+	callLoad
+	callRelease
+)
+
+// call is one store request of a node, waiting for the sim.
+type call struct {
+	id     int64 // assigned by the sim when it first sees the call
+	n      *node
+	inc    int // the node's incarnation that sent it
+	sess   *session
+	kind   callKind
+	sentAt time.Time
+	key    string // a deterministic description: the sort key among calls sent at one instant
+
+	writes []scheduler.Write
+	keep   int
+	hist   []scheduler.HistoryWrite
+	shard  int
+	token  int64
+	job    string
+	rel    scheduler.Released
+	h      *holding
+
+	reply chan any // buffered 1: the result
+	// Set by the sim: when it lands, and its fate.
+	readyAt time.Time
+	failAt  time.Time // zero: none; when a partitioned call gives up
+	fate    fate
+}
+
+type fate uint8
+
+const (
+	fateOK     fate = iota
+	fateDrop        // never lands; the caller hears ErrUnknown
+	fateLostOK      // lands; the answer is lost (ErrUnknown)
+)
+
+// nodeStore is a node incarnation's scheduler.Store, History and Loader.
+type nodeStore struct {
+	w   *world
+	n   *node
+	inc int
+}
+
+func (p nodeStore) send(c *call) any {
+	c.n, c.inc, c.sentAt, c.reply = p.n, p.inc, time.Now(), make(chan any, 1)
+	if !p.w.register(c) {
+		return nil
+	}
+	return <-c.reply
+}
+
+func (p nodeStore) Commit(_ context.Context, writes []scheduler.Write) []scheduler.WriteResult {
+	var b strings.Builder
+	for _, w := range writes {
+		fmt.Fprintf(&b, "%d/%s/%d/%d/%d;", w.Shard, w.Job, w.Token, w.Rev, len(w.Value))
+	}
+	r := p.send(&call{kind: callCommit, writes: writes, key: "c" + b.String()})
+	if r == nil {
+		return unknownResults(len(writes))
+	}
+	return r.([]scheduler.WriteResult)
+}
+
+func unknownResults(n int) []scheduler.WriteResult {
+	out := make([]scheduler.WriteResult, n)
+	for i := range out {
+		out[i].Err = fmt.Errorf("%w: node stopped", scheduler.ErrUnknown)
+	}
+	return out
+}
+
+func (p nodeStore) AppendHistory(_ context.Context, keep int, ws []scheduler.HistoryWrite) []error {
+	var b strings.Builder
+	for _, w := range ws {
+		fmt.Fprintf(&b, "%d/%s/%d/%d;", w.Shard, w.Job, w.Token, len(w.Entries))
+	}
+	r := p.send(&call{kind: callHistory, keep: keep, hist: ws, key: "h" + b.String()})
+	if r == nil {
+		errs := make([]error, len(ws))
+		for i := range errs {
+			errs[i] = scheduler.ErrUnknown
+		}
+		return errs
+	}
+	return r.([]error)
+}
+
+type loadResult struct {
+	st  scheduler.Stored
+	err error
+}
+
+func (p nodeStore) Load(_ context.Context, shard int, token int64, job string) (scheduler.Stored, error) {
+	r := p.send(&call{kind: callLoad, shard: shard, token: token, job: job, key: fmt.Sprintf("l%d/%d/%s", shard, token, job)})
+	if r == nil {
+		return scheduler.Stored{}, scheduler.ErrUnknown
+	}
+	lr := r.(loadResult)
+	return lr.st, lr.err
+}
+
+// runRec is one run as the receiver saw it.
+type runRec struct {
+	id     int64 // assigned by the sim
+	node   string
+	inc    int
+	run    scheduler.Run
+	start  time.Time
+	end    time.Time
+	endAt  time.Time // when its work ends, chosen by the sim
+	fail   bool
+	ended  bool   // the run's call has noticed its end (work done or cancelled)
+	cause  string // why it ended early
+	acked  bool
+	done   chan struct{} // closed by the sim: the work is done
+	ack    chan struct{} // closed by the sim: the call may return
+	deadAt time.Time     // the owner's safe deadline at the start
+}
+
+// simRunner is a node incarnation's scheduler.Runner: the receiver.
+type simRunner struct {
+	w   *world
+	n   *node
+	inc int
+}
+
+func (simRunner) KillGrace() time.Duration { return time.Second }
+
+func (r simRunner) Run(ctx context.Context, run scheduler.Run) scheduler.Result {
+	rec, ok := r.w.startRun(r.n, r.inc, ctx, run)
+	if !ok {
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "not started: past the safe deadline or node stopped"}
+	}
+	select {
+	case <-rec.done:
+	case <-ctx.Done():
+	}
+	return r.w.endRun(rec, ctx)
+}

@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	flagSeed   = flag.Uint64("sim.seed", 0, "replay this one seed, verbosely")
+	flagSeeds  = flag.Int("sim.seeds", 0, "run this many seeds from -sim.start (a long run), across GOMAXPROCS bubbles")
+	flagStart  = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
+	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
+)
+
+// ciSeeds is how many seeds every `go test` runs (besides the kept ones).
+const ciSeeds = 64
+
+// runSeed simulates one seed in its own bubble and returns its history.
+func runSeed(t *testing.T, seed uint64, cfg Config) *History {
+	var h *History
+	synctest.Test(t, func(t *testing.T) { h = simulate(seed, cfg) })
+	return h
+}
+
+// report fails t with the first violation of each property.
+func report(t *testing.T, h *History, vs []Violation) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, v := range vs {
+		seen[v.Property]++
+		if seen[v.Property] == 1 {
+			t.Errorf("%s", h.Report(v))
+		}
+	}
+	for p, n := range seen {
+		t.Errorf("seed %d (history %s): %d violations of %q (replay: go test ./sim -run TestSimSeeds -sim.seed=%d)", h.Seed, h.Hash(), n, p, h.Seed)
+	}
+}
+
+// keptSeeds reads testdata/seeds.txt: one seed a line, # comments.
+func keptSeeds(t *testing.T) []uint64 {
+	f, err := os.Open("testdata/seeds.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []uint64
+	sc := bufio.NewScanner(f)
+	for ln := 1; sc.Scan(); ln++ {
+		line := strings.TrimSpace(strings.SplitN(sc.Text(), "#", 2)[0])
+		if line == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.Fields(line)[0], 10, 64)
+		if err != nil {
+			t.Fatalf("testdata/seeds.txt:%d: seed: %v", ln, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestSimSeeds runs the CI seeds and the kept ones; with -sim.seed one
+// seed verbosely; with -sim.seeds a long run.
+func TestSimSeeds(t *testing.T) {
+	cfg := Default()
+	cfg.Bursts = *flagBursts
+	switch {
+	case *flagSeed != 0:
+		cfg.Log = os.Stderr
+		h := runSeed(t, *flagSeed, cfg)
+		for _, r := range h.Runs {
+			t.Logf("run %s", r)
+		}
+		t.Logf("seed %d: %d runs, %d events, hash %s", h.Seed, len(h.Runs), len(h.Events), h.Hash())
+		report(t, h, Check(h))
+	case *flagSeeds > 0:
+		longRun(t, cfg)
+	default:
+		seeds := keptSeeds(t)
+		for s := range uint64(ciSeeds) {
+			if !slices.Contains(seeds, 1+s) {
+				seeds = append(seeds, 1+s)
+			}
+		}
+		t0 := time.Now()
+		for _, s := range seeds {
+			t.Run(fmt.Sprint(s), func(t *testing.T) {
+				h := runSeed(t, s, cfg)
+				report(t, h, Check(h))
+			})
+		}
+		t.Logf("%d seeds in %v", len(seeds), time.Since(t0).Round(time.Millisecond))
+	}
+}
+
+// longRun runs -sim.seeds seeds, GOMAXPROCS bubbles at a time, and lists
+// every failing seed with its properties.
+func longRun(t *testing.T, cfg Config) {
+	var next atomic.Uint64
+	next.Store(*flagStart)
+	last := *flagStart + uint64(*flagSeeds)
+	var mu sync.Mutex
+	failing := map[uint64][]string{}
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				s := next.Add(1) - 1
+				if s >= last {
+					return
+				}
+				var h *History
+				ok := t.Run(fmt.Sprint(s), func(t *testing.T) { h = runSeed(t, s, cfg) })
+				if !ok || h == nil {
+					continue
+				}
+				if vs := Check(h); len(vs) > 0 {
+					props := map[string]bool{}
+					mu.Lock()
+					for _, v := range vs {
+						if !props[v.Property] {
+							props[v.Property] = true
+							failing[s] = append(failing[s], v.Property+": "+v.Job+": "+v.Detail)
+						}
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range slices.Sorted(maps.Keys(failing)) {
+		slices.Sort(failing[s])
+		t.Errorf("seed %d: %s", s, strings.Join(failing[s], "\n\t"))
+	}
+	t.Logf("%d seeds from %d in %v: %d failing", *flagSeeds, *flagStart, time.Since(t0).Round(time.Second), len(failing))
+}
+
+// Same seed, same history: a few seeds (from -sim.start) run twice hash
+// the same.
+func TestSimDeterministic(t *testing.T) {
+	cfg := Default()
+	for s := *flagStart; s < *flagStart+3; s++ {
+		a, b := runSeed(t, s, cfg), runSeed(t, s, cfg)
+		if a.Hash() != b.Hash() {
+			t.Errorf("seed %d: two runs differ: %s vs %s (%d vs %d runs, %d vs %d events)", s, a.Hash(), b.Hash(),
+				len(a.Runs), len(b.Runs), len(a.Events), len(b.Events))
+			diff(t, a, b)
+		}
+	}
+}
+
+// diff logs where two histories of one seed part.
+func diff(t *testing.T, a, b *History) {
+	for i := range min(len(a.Events), len(b.Events)) {
+		if a.Events[i].String() != b.Events[i].String() {
+			t.Logf("first differing event %d:\n  %s\n  %s", i, a.Events[i], b.Events[i])
+			break
+		}
+	}
+	for i := range min(len(a.Runs), len(b.Runs)) {
+		if a.Runs[i].String() != b.Runs[i].String() {
+			t.Logf("first differing run %d:\n  %s\n  %s", i, a.Runs[i], b.Runs[i])
+			return
+		}
+	}
+}
