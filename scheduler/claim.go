@@ -311,6 +311,13 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		}
 		return
 	}
+	if job := rec.e.job; firing && o.man == nil && (job.Suspend || (!job.Resumed.IsZero() && !o.tick.After(job.Resumed))) {
+		// Suspended while its claim was on the way: never started. (A
+		// manual run, which an operator asked for, goes ahead.)
+		s.dropClaims(rec, []op{o})
+		s.skipTick(&waitTick{rec: rec, tick: o.tick, reclaim: true}, "job suspended")
+		return
+	}
 	if firing {
 		s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
 		return

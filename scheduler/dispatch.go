@@ -149,14 +149,15 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
 		}
 		return decided // no longer ours to fire: a claim stays in flight for the successor
-	case job.Suspend && w.reclaim && w.rerun:
-		return held // re-run once the job is resumed
 	case job.Suspend:
+		// Suspended: nothing runs, a possible re-run included (nothing
+		// tells a tick that came due before the suspension from one that
+		// came due during it); resuming starts from the resume.
 		s.skipTick(w, "job suspended")
 		return decided
-	case w.reclaim && !w.rerun && w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
-		// Handed over and never started, and the job was suspended since:
-		// no tick at or before its resume runs (config.Job.NotBefore).
+	case w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
+		// Claimed (or handed over) before a suspension this owner did not
+		// see: no tick at or before the resume runs (config.Job.NotBefore).
 		s.skipTick(w, "job suspended")
 		return decided
 	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):

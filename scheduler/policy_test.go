@@ -206,10 +206,13 @@ func flightTicks(r Record) []time.Time {
 	return out
 }
 
-// A tick interrupted under an older token is re-run once the job fires
-// again: suspension (at acquisition, or while the re-run waits for a slot)
-// defers the re-run, it does not drop it for the rest of the generation.
-func TestInterruptedTickRerunAfterResume(t *testing.T) {
+// A tick interrupted under an older token is not re-run once a suspension
+// (at acquisition, or while the re-run waits for a slot) has come between:
+// the suspension drops it, recorded as skipped, and resuming starts from the
+// resume. (It used to be held and re-run after the resume; the simulator
+// found that a tick claimed ahead just before a suspension, whose owner was
+// then lost, so ran although it came due while the job was suspended.)
+func TestInterruptedTickNotRerunAcrossSuspension(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		suspendAtAcq  bool
@@ -267,9 +270,11 @@ func TestInterruptedTickRerunAfterResume(t *testing.T) {
 				h.s.SetJobs(config.JobSet{Version: 3, Jobs: jobs})
 				time.Sleep(6 * time.Second) // the hog's run of -20s ends at -15s
 				synctest.Wait()
-				runs := h.runner.of(j.Name)
-				if len(runs) != 1 || !runs[0].Tick.Equal(tick) || !runs[0].Rerun || runs[0].Token != 9 {
-					t.Fatalf("after resume: runs %+v, want the interrupted tick re-run once", runs)
+				// A suspension drops the pending re-run: nothing tells a tick
+				// due before it from one due during it, and no tick of a
+				// suspended stretch may run.
+				if runs := h.runner.of(j.Name); len(runs) != 0 {
+					t.Fatalf("after resume: runs %+v, want none: the suspension dropped the re-run", runs)
 				}
 				if rec := h.store.record(2, j.Name); len(rec.InFlight) != 0 {
 					t.Errorf("record %+v", rec)
