@@ -341,8 +341,10 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 		s.dropClaims(rec, pw.ops)
 		s.stopShard(sh, err)
 	case errors.Is(err, ErrStale):
+		// The write's due claims keep their run slots until the re-read
+		// says which landed (loaded): with them given back, forbid saw no
+		// run and claimed the next tick, and both ran at once.
 		rec.writing = nil
-		s.dropClaims(rec, pw.ops)
 		s.stale(rec, pw, err)
 	default: // unknown: retry the same write while the deadline allows
 		if sh.state != stopped && sh.check() == nil {

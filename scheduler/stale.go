@@ -18,6 +18,7 @@ type loadDone struct {
 func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 	if s.loader == nil {
 		rec.parked = true
+		s.dropClaims(rec, pw.ops)
 		s.dropClaims(rec, rec.queued)
 		rec.queued = nil
 		s.log.Error("job record changed under this owner; job parked until the shard is next acquired",
@@ -65,6 +66,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	rec.writing = nil
 	defer s.checkIdle(sh)
 	if d.err != nil {
+		s.dropClaims(rec, d.pw.ops)
 		if errors.Is(d.err, ErrShardLost) || errors.Is(d.err, ErrDeadline) {
 			s.stopShard(sh, d.err)
 			return
@@ -74,12 +76,14 @@ func (s *Scheduler) loaded(d loadDone) {
 		return
 	}
 	if sh.state == stopped {
+		s.dropClaims(rec, d.pw.ops)
 		return
 	}
 	var r Record
 	if d.st.Value != nil {
 		var err error
 		if r, err = DecodeRecord(d.st.Value); err != nil {
+			s.dropClaims(rec, d.pw.ops)
 			rec.parked = true
 			s.log.Error("job record refused; job parked", append(rec.logArgs(), "err", err)...)
 			return
@@ -104,24 +108,23 @@ func (s *Scheduler) loaded(d loadDone) {
 		}
 		switch o.kind {
 		case opClaim:
+			// A due claim still holds its run slot (writeFailed kept it):
+			// started or sent again, it keeps it; otherwise it gives it back.
 			switch {
 			case mine(o.tick) && o.ahead:
 				s.claimLanded(rec, o, now)
 			case mine(o.tick) && live && rec.e.job.Suspend:
 				// Landed, and the job was suspended meanwhile: never started.
+				s.dropClaims(rec, []op{o})
 				s.skipTick(&waitTick{rec: rec, tick: o.tick, reclaim: true}, "job suspended")
 			case mine(o.tick) && live:
-				s.used++ // the slot it held a moment ago
-				rec.active++
 				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
 			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
-				if !o.ahead {
-					s.used++
-					rec.active++
-				}
 				requeue = append(requeue, o)
 			case o.ahead:
 				rec.ahead.drop(o.tick) // decided by another write: not ours to run
+			default:
+				s.dropClaims(rec, []op{o})
 			}
 		case opComplete:
 			if mine(o.tick) {

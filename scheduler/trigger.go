@@ -295,12 +295,9 @@ func (s *Scheduler) reloadedManual(rec *jobRec, o op, r Record, live, landed boo
 	claimed := r.claimedTrigger(o.man.id)
 	if !live || claimed == (o.man.rev > 0) {
 		o.man.done = o.man.rev > 0
+		s.dropClaims(rec, []op{o}) // its run slot, if it held one
 		return true
 	}
-	if o.kind == opClaim {
-		s.used++ // the slot it held a moment ago
-		rec.active++
-	}
-	*requeue = append(*requeue, o)
+	*requeue = append(*requeue, o) // keeps the run slot it holds
 	return true
 }
