@@ -154,7 +154,7 @@ const slowDecay = 2 * time.Second
 // every slowDecay (by time, not per commit: a busy node would otherwise
 // forget a slow spell in milliseconds and an idle one never).
 func (s *Scheduler) observeCommit(d time.Duration) {
-	now := time.Now()
+	now := s.now()
 	if !s.slowAt.IsZero() {
 		if dt := now.Sub(s.slowAt); dt > 0 {
 			s.slowCommit = time.Duration(float64(s.slowCommit) * math.Exp2(-float64(dt)/float64(slowDecay)))

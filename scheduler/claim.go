@@ -47,7 +47,7 @@ func (s *Scheduler) markDirtyWithin(rec *jobRec, d time.Duration) {
 	s.dirty[rec] = struct{}{}
 	if d <= 0 || rec.sh.state != firing { // a drain waits for its writes
 		s.flushNow = true
-	} else if at := time.Now().Add(d); s.flushAt.IsZero() || at.Before(s.flushAt) {
+	} else if at := s.now().Add(d); s.flushAt.IsZero() || at.Before(s.flushAt) {
 		s.flushAt = at
 	}
 }
@@ -115,7 +115,7 @@ const commitWrites = 64
 // Commit calls of at most commitWrites.
 func (s *Scheduler) flush() {
 	s.flushNow, s.flushAt = false, time.Time{}
-	now := time.Now()
+	now := s.now()
 	var batch []*pendingWrite
 	for rec := range s.dirty {
 		if at, ok := s.waitForRun(rec, now); ok {
@@ -252,7 +252,7 @@ func (s *Scheduler) commit(ctx context.Context, batch []*pendingWrite) {
 	}
 	var took time.Duration
 	if len(writes) > 0 {
-		start := time.Now()
+		start := time.Now() // latency: the real clock
 		out := s.store.Commit(ctx, writes)
 		took = time.Since(start)
 		for k, i := range idx {
@@ -311,11 +311,8 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		}
 		return
 	}
-	if job := rec.e.job; firing && o.man == nil && (job.Suspend || (!job.Resumed.IsZero() && !o.tick.After(job.Resumed))) {
-		// Suspended while its claim was on the way: never started. (A
-		// manual run, which an operator asked for, goes ahead.)
-		s.dropClaims(rec, []op{o})
-		s.skipTick(&waitTick{rec: rec, tick: o.tick, reclaim: true}, "job suspended")
+	if firing && rec.suspendedFor(o) {
+		s.dropLanded(rec, o) // suspended while its claim was on the way: never started
 		return
 	}
 	if firing {
@@ -325,6 +322,31 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 	// Claimed, then the shard stopped firing: it stays in flight and the
 	// successor runs it.
 	s.dropClaims(rec, []op{o})
+}
+
+// suspendedFor reports whether the landed claim o must not start: its job
+// is suspended, or was since o's tick came due (no tick at or before the
+// resume runs; config.Job.NotBefore). A manual tick is judged by the
+// suspension alone.
+func (rec *jobRec) suspendedFor(o op) bool {
+	job := rec.e.job
+	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !o.tick.After(job.Resumed))
+}
+
+// dropLanded records a landed due claim as skipped, never started: its
+// job was suspended while the claim was on the way. A manual one keeps its
+// trigger id in history, so its requester learns why.
+func (s *Scheduler) dropLanded(rec *jobRec, o op) {
+	s.dropClaims(rec, []op{o})
+	rec.ahead.drop(o.tick)
+	rec.queue(op{kind: opDrop, tick: o.tick})
+	s.markDirty(rec, false)
+	e := Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: "job suspended"}
+	if o.man != nil {
+		o.man.done = true
+		e.Trigger, e.TriggeredBy = o.man.id, o.man.by
+	}
+	s.recordSkip(rec, e)
 }
 
 // writeFailed handles a refused or unknown write.

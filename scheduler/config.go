@@ -53,6 +53,10 @@ type Config struct {
 	// no repeat. The window must exceed the store's probe interval plus a
 	// round trip (shard.ContactProbe, 50 ms).
 	ContactWindow time.Duration
+	// Clock reads the wall clock (nil: time.Now). Ticks, claims and
+	// catch-up are judged on it; timers and the safe deadline are not. The
+	// simulator steps and skews one owner's clock through it.
+	Clock func() time.Time
 	// Logger receives the scheduler's logs (nil: discarded).
 	Logger *slog.Logger
 	// Registerer receives the scheduler's metrics (nil: none registered).
@@ -87,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ContactWindow == 0 {
 		c.ContactWindow = DefaultContactWindow
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -33,13 +33,13 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) Released {
 	select {
 	case s.reqs <- drainReq{shard: shard, reply: reply}:
 	case <-s.quit:
-		return Released{StoppedAt: time.Now()}
+		return Released{StoppedAt: s.now()}
 	}
 	var r drainReply
 	select {
 	case r = <-reply:
 	case <-s.quit:
-		return Released{StoppedAt: time.Now()}
+		return Released{StoppedAt: s.now()}
 	}
 	if r.sh == nil {
 		return r.rel
@@ -64,7 +64,7 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) Released {
 	case <-cancelAt:
 	case <-ctx.Done():
 	}
-	if !bounded || time.Now().After(stopBy) {
+	if !bounded || time.Now().After(stopBy) { // ctx's deadline: the real clock
 		stopBy = time.Now()
 	}
 	r.sh.cancel(&StopBy{At: stopBy, Reason: errDrainTimeout})
@@ -86,13 +86,13 @@ func (s *Scheduler) StopFiring(shard int) Released {
 	select {
 	case s.reqs <- drainReq{shard: shard, reply: reply}:
 	case <-s.quit:
-		return Released{StoppedAt: time.Now()}
+		return Released{StoppedAt: s.now()}
 	}
 	select {
 	case r := <-reply:
 		return r.rel
 	case <-s.quit:
-		return Released{StoppedAt: time.Now()}
+		return Released{StoppedAt: s.now()}
 	}
 }
 

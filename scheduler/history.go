@@ -25,7 +25,7 @@ func (s *Scheduler) histPending(rec *jobRec) {
 	}
 	s.histDirty[rec] = struct{}{}
 	if s.histAt.IsZero() {
-		s.histAt = time.Now().Add(s.cfg.HistoryFlush)
+		s.histAt = s.now().Add(s.cfg.HistoryFlush)
 		if s.cfg.HistoryFlush >= time.Second {
 			s.histAt = offBeat(s.histAt)
 		}

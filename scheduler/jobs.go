@@ -125,7 +125,7 @@ func (s *Scheduler) SetJobs(set config.JobSet) {
 		s.log.Debug("job set ignored: not newer", "version", set.Version, "revision", set.Revision, "current", cur.version)
 		return
 	}
-	t := buildTable(set, cur, s.cfg.Shards, time.Now(), s.log)
+	t := buildTable(set, cur, s.cfg.Shards, s.now(), s.log)
 	s.table.Store(t)
 	s.log.Info("job set installed", "version", t.version, "revision", t.rev, "jobs", len(t.sorted))
 	select {
@@ -142,7 +142,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 	if t == nil {
 		return nil
 	}
-	now := time.Now()
+	now := s.now()
 	out := make([]JobInfo, len(t.sorted))
 	for i, e := range t.sorted {
 		out[i] = JobInfo{

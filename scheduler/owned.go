@@ -231,7 +231,7 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 		cause = ErrShardLost
 	}
 	if sh.state == firing {
-		sh.stoppedAt = time.Now()
+		sh.stoppedAt = s.now()
 	}
 	sh.state = stopped
 	// Runners compare the cause with the sentinels: hand them the bare one.

@@ -156,7 +156,7 @@ func (d runDeadlineAt) Deadline() time.Duration {
 // any loss has been noticed.
 func (s *Scheduler) execute(r *run, spec Run) {
 	defer r.cancel(nil)
-	d := runDone{r: r, start: time.Now()}
+	d := runDone{r: r, start: s.now()}
 	if err := s.awaitContact(r, spec); err != nil {
 		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
 	} else if r.suspended.Load() {
@@ -180,7 +180,7 @@ func (s *Scheduler) execute(r *run, spec Run) {
 			}
 		}
 	}
-	d.end = time.Now()
+	d.end = s.now()
 	d.cause = context.Cause(r.ctx)
 	if r.ctx.Err() == nil {
 		d.cause = nil
@@ -214,7 +214,7 @@ func (s *Scheduler) awaitContact(r *run, spec Run) error {
 			case <-t.C:
 			}
 		}
-		r.startedLate.Store(time.Now().UnixNano())
+		r.startedLate.Store(s.now().UnixNano())
 	}
 	return r.sh.check()
 }

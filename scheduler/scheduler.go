@@ -133,7 +133,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := time.Now()
+		now := s.now()
 		s.step(now)
 		s.m.slotsUsed.Set(float64(s.used))
 		s.m.waiting.Set(float64(len(s.waiting)))
@@ -141,7 +141,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a
 			// step of it (NTP, a resumed VM) delays a tick by at most that.
-			timer.Reset(min(max(time.Until(w), 0), maxSleep))
+			timer.Reset(min(max(w.Sub(s.now()), 0), maxSleep))
 		} else {
 			timer.Reset(maxSleep)
 		}
@@ -163,7 +163,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				}
 			}
 		case <-s.jobsChanged:
-			s.installJobs(time.Now())
+			s.installJobs(s.now())
 		case <-timer.C:
 		}
 	}
@@ -174,11 +174,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 type request interface{ serve(s *Scheduler) }
 
 func (r acquireReq) serve(s *Scheduler) {
-	s.acquire(r.g, time.Now())
+	s.acquire(r.g, s.now())
 	close(r.done)
 }
 
-func (r drainReq) serve(s *Scheduler) { r.reply <- s.drain(r.shard, time.Now()) }
+func (r drainReq) serve(s *Scheduler) { r.reply <- s.drain(r.shard, s.now()) }
 
 // event is what a goroutine Run started, or Triggered, reports back to it;
 // Run applies it on its own goroutine. The set is closed; these are all of it.
@@ -186,10 +186,10 @@ type event interface{ apply(s *Scheduler) }
 
 func (ev lostEvent) apply(s *Scheduler)    { s.stopShard(ev.sh, context.Cause(ev.sh.g.Lost)) }
 func (ev runDone) apply(s *Scheduler)      { s.runEnded(ev) }
-func (ev commitDone) apply(s *Scheduler)   { s.committed(ev, time.Now()) }
+func (ev commitDone) apply(s *Scheduler)   { s.committed(ev, s.now()) }
 func (ev loadDone) apply(s *Scheduler)     { s.loaded(ev) }
 func (ev historyDone) apply(s *Scheduler)  { s.historyWritten(ev) }
-func (ev triggerEvent) apply(s *Scheduler) { s.triggered(ev.t, time.Now()) }
+func (ev triggerEvent) apply(s *Scheduler) { s.triggered(ev.t, s.now()) }
 
 // step does what is due at now: claims ahead, fires due ticks, retries
 // writes, dispatches waiting ticks and sends the writes that are due.
@@ -239,6 +239,9 @@ func (s *Scheduler) shutdown() {
 	s.wg.Wait()
 	s.log.Info("scheduler stopped")
 }
+
+// now reads the wall clock the scheduler judges ticks by (Config.Clock).
+func (s *Scheduler) now() time.Time { return s.cfg.Clock() }
 
 // send delivers an event to Run, or drops it once Run has ended.
 func (s *Scheduler) send(ev event) {

@@ -100,7 +100,7 @@ func (s *Scheduler) loaded(d loadDone) {
 		return false
 	}
 	var requeue []op
-	now := time.Now()
+	now := s.now()
 	live := sh.state == firing && !rec.removed
 	for _, o := range d.pw.ops {
 		if s.reloadedManual(rec, o, r, live, mine(o.tick), &requeue) {
@@ -113,10 +113,8 @@ func (s *Scheduler) loaded(d loadDone) {
 			switch {
 			case mine(o.tick) && o.ahead:
 				s.claimLanded(rec, o, now)
-			case mine(o.tick) && live && rec.e.job.Suspend:
-				// Landed, and the job was suspended meanwhile: never started.
-				s.dropClaims(rec, []op{o})
-				s.skipTick(&waitTick{rec: rec, tick: o.tick, reclaim: true}, "job suspended")
+			case mine(o.tick) && live && rec.suspendedFor(o):
+				s.dropLanded(rec, o) // landed, and the job was suspended meanwhile
 			case mine(o.tick) && live:
 				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
 			case (o.tick.After(r.LastClaimed) || o.rerun) && live:

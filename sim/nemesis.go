@@ -106,6 +106,7 @@ func (nm *nemesis) act(now, end time.Time) bool {
 			if n.pausedUntil.After(now) {
 				n.pausedUntil = now
 			}
+			n.skew.Store(0)
 		}
 		if w.stallUntil.After(now) {
 			w.stallUntil = now
@@ -159,6 +160,12 @@ func (nm *nemesis) act(now, end time.Time) bool {
 			}
 			w.note("", -1, "", fmt.Sprintf("store stalled until %s", ts(w.stallUntil)))
 		}
+	case k < 70:
+		// A step of the node's wall clock (NTP, a resumed VM), up to 5 s
+		// either way, from where it is now: skew between owners.
+		d := time.Duration(r.Int64N(int64(10*time.Second))) - 5*time.Second
+		w.stepClock(n, d)
+		w.note(n.name, -1, "", fmt.Sprintf("wall clock stepped to %+v off", d.Round(time.Millisecond)))
 	case k < 99 || !w.cfg.Bursts:
 		nm.trigger(now, 1)
 	default:

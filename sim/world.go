@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing/synctest"
 	"time"
 
@@ -53,14 +54,15 @@ type Event struct {
 
 // world is one simulation: the nodes, the store model, the receiver.
 type world struct {
-	cfg   Config
-	seed  uint64
-	rng   *rand.Rand
-	m     *model
-	start time.Time
-	nodes []*node
-	jobs  *jobsState
-	nem   *nemesis
+	cfg     Config
+	seed    uint64
+	maxSkew time.Duration // the largest clock step of any owner (History.Skew)
+	rng     *rand.Rand
+	m       *model
+	start   time.Time
+	nodes   []*node
+	jobs    *jobsState
+	nem     *nemesis
 
 	events []Event
 
@@ -103,6 +105,16 @@ type node struct {
 	partFail    bool // partitioned calls fail after a while instead of hanging
 	pausedUntil time.Time
 	resume      chan struct{} // closed when a pause ends
+	// skew is how far the node's wall clock (scheduler.Config.Clock) is
+	// off, in nanoseconds: stepped by the nemesis, kept across restarts
+	// (a host's clock outlives the process), zeroed when faults heal.
+	skew atomic.Int64
+}
+
+// stepClock steps n's wall clock to d off the true time.
+func (w *world) stepClock(n *node, d time.Duration) {
+	n.skew.Store(int64(d))
+	w.maxSkew = max(w.maxSkew, d, -d)
 }
 
 // holding is a shard a node holds: its Grant's state.
@@ -214,6 +226,7 @@ func (w *world) startNode(n *node) {
 	cfg := scheduler.DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.Shards = "sim", n.name, w.cfg.Shards
 	cfg.HistoryFlush = 2 * time.Second
+	cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(n.skew.Load())) }
 	if w.cfg.Log != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(w.cfg.Log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
