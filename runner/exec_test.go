@@ -142,7 +142,10 @@ func TestExecTimeout(t *testing.T) {
 	rn := newRunner(t, nil)
 	job := execJob("slow", "sh", "-c", `trap 'echo got term; exit 0' TERM; echo started; sleep 30 & wait`)
 	job.Timeout = config.Duration(300 * time.Millisecond)
-	res := rn.Run(context.Background(), testRun(job, slidingDeadline{time.Minute}))
+	// The scheduler's timeout, as it sets it around every attempt.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, scheduler.ErrTimeout)
+	defer cancel()
+	res := rn.Run(ctx, testRun(job, slidingDeadline{time.Minute}))
 	if res.Status != scheduler.StatusTimedOut || !strings.Contains(res.Detail, "SIGTERM") {
 		t.Fatalf("status %s (%s), want timed_out after SIGTERM", res.Status, res.Detail)
 	}

@@ -227,7 +227,9 @@ func TestHTTPTimeout(t *testing.T) {
 	rn := newRunner(t, nil)
 	job := httpJob(rc.URL)
 	job.Timeout = config.Duration(200 * time.Millisecond)
-	res := rn.Run(context.Background(), testRun(job, slidingDeadline{time.Minute}))
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, scheduler.ErrTimeout)
+	defer cancel()
+	res := rn.Run(ctx, testRun(job, slidingDeadline{time.Minute}))
 	if res.Status != scheduler.StatusTimedOut || res.Detail != "timeout after 200ms: request abandoned" {
 		t.Fatalf("status %s (%s)", res.Status, res.Detail)
 	}

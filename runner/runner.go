@@ -11,10 +11,6 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// errTimeout is the cause of a run's context when the job's own timeout ran
-// out.
-var errTimeout = errors.New("runner: job timeout")
-
 // Runner runs jobs; it implements scheduler.Runner. Safe for concurrent use.
 type Runner struct {
 	cfg    Config
@@ -90,11 +86,8 @@ func (rn *Runner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	defer cancel(nil)
 	stop := context.AfterFunc(rn.closing, func() { cancel(ErrClosed) })
 	defer stop()
-	if d := r.Job.Timeout.D(); d > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeoutCause(ctx, d, errTimeout)
-		defer cancelT()
-	}
+	// The job's timeout is the scheduler's (scheduler.ErrTimeout, across
+	// every attempt): the runner only reports it.
 	res := rn.run(ctx, cancel, r)
 	if !r.Job.Keeps() {
 		res.Output = "" // keep_output: false
@@ -206,7 +199,7 @@ func stopped(ctx context.Context, r scheduler.Run, what string) scheduler.Result
 		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "shard lost: " + what}
 	case errors.Is(c, scheduler.ErrDeadline):
 		return deadlinePassed(what)
-	case errors.Is(c, errTimeout):
+	case errors.Is(c, scheduler.ErrTimeout):
 		return scheduler.Result{Status: scheduler.StatusTimedOut,
 			Detail: fmt.Sprintf("timeout after %v: %s", r.Job.Timeout.D(), what)}
 	case errors.Is(c, context.DeadlineExceeded):

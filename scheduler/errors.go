@@ -19,6 +19,11 @@ var (
 	// ErrDeadline is the cause of a run's context when the node's safe
 	// deadline passed: the runner kills at once, without a grace period.
 	ErrDeadline = errors.New("scheduler: safe deadline passed")
+	// ErrTimeout is the cause of a run's context when the job's timeout
+	// ran out. The scheduler alone owns the timeout (it spans every
+	// attempt of the tick); the runner stops the work in an orderly way and
+	// reports the run timed out.
+	ErrTimeout = errors.New("scheduler: job timeout")
 	// ErrTriggerGone: a trigger request the write consumes no longer
 	// exists (withdrawn, expired, or claimed by an earlier owner). The
 	// write did not land; a *TriggerGone says which requests.

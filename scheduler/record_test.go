@@ -109,7 +109,7 @@ func TestRunTimeout(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		runs := h.runner.all()
-		if len(runs) != 1 || !errors.Is(runs[0].cause, errTimeout) || !runs[0].end.Equal(t0.Add(2*time.Second)) {
+		if len(runs) != 1 || !errors.Is(runs[0].cause, ErrTimeout) || !runs[0].end.Equal(t0.Add(2*time.Second)) {
 			t.Fatalf("runs %+v", runs)
 		}
 		rec := h.store.record(1, j.Name)

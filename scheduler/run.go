@@ -168,12 +168,12 @@ func (s *Scheduler) execute(r *run, spec Run) {
 		ctx := r.ctx
 		if to := spec.Job.Timeout.D(); to > 0 {
 			var stop context.CancelFunc
-			ctx, stop = context.WithTimeoutCause(ctx, to, errTimeout)
+			ctx, stop = context.WithTimeoutCause(ctx, to, ErrTimeout)
 			defer stop()
 		}
 		d.ran = true
 		d.res, d.attempts = s.attempt(ctx, r, spec)
-		if errors.Is(context.Cause(ctx), errTimeout) && d.res.Status != StatusSucceeded {
+		if errors.Is(context.Cause(ctx), ErrTimeout) && d.res.Status != StatusSucceeded {
 			d.res.Status = StatusTimedOut
 			if d.res.Detail == "" {
 				d.res.Detail = "timeout " + spec.Job.Timeout.D().String()

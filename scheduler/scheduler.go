@@ -17,7 +17,6 @@ var (
 	errJobRemoved   = errors.New("scheduler: job removed from the job set")
 	errDrainTimeout = errors.New("scheduler: drain timeout: run cancelled for release")
 	errStopped      = errors.New("scheduler: scheduler stopped")
-	errTimeout      = errors.New("scheduler: job timeout")
 )
 
 // Scheduler fires the ticks of the jobs whose shards this node owns. Create
