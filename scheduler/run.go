@@ -20,12 +20,11 @@ type run struct {
 	man     *manual   // set on a manual tick
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	// Set by its worker while the run waits for contact with the store
-	// (awaitContact): not running yet, so forbid skips nothing behind it.
-	// startedLate is when such a run did start (Unix nanoseconds; 0 if it
-	// never waited): forbid judges ticks by it, not by the claim.
-	awaiting    atomic.Bool
-	startedLate atomic.Int64
+	// began is when its worker handed it to the Runner (Unix nanoseconds
+	// on the scheduler's clock; 0 until then): forbid judges ticks by it. A
+	// run not begun yet (its worker not scheduled, or waiting for contact
+	// with the store) is not running, so forbid skips nothing behind it.
+	began atomic.Int64
 	// Set by Run when the job is suspended: a run still waiting for contact
 	// then never starts (no tick runs after a suspension's resume that was
 	// due before it, config.Job.NotBefore).
@@ -91,11 +90,9 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 		if r.late || r.behind {
 			return false
 		}
-		start := r.started
-		if ns := r.startedLate.Load(); ns != 0 {
-			start = time.Unix(0, ns)
+		if b := r.began.Load(); b != 0 {
+			busy = busy || !time.Unix(0, b).After(t)
 		}
-		busy = busy || (!start.After(t) && !r.awaiting.Load())
 	}
 	return busy
 }
@@ -172,6 +169,7 @@ func (s *Scheduler) execute(r *run, spec Run) {
 			defer stop()
 		}
 		d.ran = true
+		r.began.Store(s.now().UnixNano())
 		d.res, d.attempts = s.attempt(ctx, r, spec)
 		if errors.Is(context.Cause(ctx), ErrTimeout) && d.res.Status != StatusSucceeded {
 			d.res.Status = StatusTimedOut
@@ -198,8 +196,6 @@ const contactPoll = 10 * time.Millisecond
 func (s *Scheduler) awaitContact(r *run, spec Run) error {
 	c, window := r.sh.g.Contact, s.cfg.ContactWindow
 	if c.ContactAge() > window {
-		r.awaiting.Store(true)
-		defer r.awaiting.Store(false)
 		s.m.heldNoContact.Inc()
 		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
 		t := time.NewTicker(contactPoll)
@@ -214,7 +210,6 @@ func (s *Scheduler) awaitContact(r *run, spec Run) error {
 			case <-t.C:
 			}
 		}
-		r.startedLate.Store(s.now().UnixNano())
 	}
 	return r.sh.check()
 }
