@@ -261,6 +261,15 @@ func (s *Scheduler) installJobs(now time.Time) {
 		for _, e := range t.byShard[sh.g.Shard] {
 			rec := sh.jobs[e.job.Name]
 			switch {
+			case rec != nil && rec.removed && rec.rev == 0 && rec.writing == nil && rec.active == 0:
+				// Removed, and its record deleted: whatever this owner
+				// remembers of it (ticks claimed ahead, the last claimed
+				// tick) is no longer in etcd. Added again, it starts afresh,
+				// as a new job would; the old view's timers find it removed.
+				voided++
+				rec = s.newRec(sh, e, Stored{}, false)
+				s.catchUp(rec, now, sh.rel)
+				fresh = append(fresh, rec)
 			case rec == nil:
 				st, ok := sh.orphans[e.job.Name]
 				delete(sh.orphans, e.job.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,7 +113,15 @@ func (f *fakeStore) Commit(ctx context.Context, writes []Write) []WriteResult {
 			continue
 		}
 		if w.Value == nil {
+			// A deleted record's claims went with it: a job added again
+			// may claim its ticks afresh.
 			delete(f.recs, recKey(w.Shard, w.Job))
+			prefix := w.Job + "/"
+			for k := range f.claimed {
+				if strings.HasPrefix(k, prefix) {
+					delete(f.claimed, k)
+				}
+			}
 			f.rev++
 			continue
 		}

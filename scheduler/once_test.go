@@ -538,3 +538,52 @@ func TestHeldRunDroppedOnSuspend(t *testing.T) {
 		}
 	})
 }
+
+// A job removed after one of its ticks was claimed ahead, its record
+// deleted, and then added again starts afresh: the owner used to run the
+// tick from its memory of the old claim, which etcd no longer held, so
+// the next owner ran the tick again, unmarked (found by the simulator,
+// seed 3681).
+func TestReaddedJobForgetsDeletedClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(6, "readded", "*/4 * * * * *")
+		j.Since = t0
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, nil)
+		defer h2.stop()
+		g1, lose := h1.grant(6, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(12 * time.Second)
+		sleepUntil(tick.Add(-800 * time.Millisecond)) // claimed ahead
+		h1.s.SetJobs(config.JobSet{Version: 2})
+		sleepUntil(tick.Add(-500 * time.Millisecond)) // its record deleted
+		synctest.Wait()
+		if h1.store.exists(6, j.Name) {
+			t.Fatal("the removed job's record was not deleted")
+		}
+		again := j
+		again.Since = time.Now()
+		h1.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{again}})
+		sleepUntil(tick.Add(500 * time.Millisecond))
+		synctest.Wait()
+		lose(ErrDeadline)
+		h2.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{again}})
+		g2, _ := h2.grant(6, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(2 * time.Second))
+		synctest.Wait()
+		n := 0
+		for _, h := range []*harness{h1, h2} {
+			for _, r := range h.runner.of(j.Name) {
+				if r.Tick.Equal(tick) && !r.Rerun {
+					n++
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("tick %v ran %d times unmarked, want once", tick, n)
+		}
+	})
+}
