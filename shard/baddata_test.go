@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
@@ -190,7 +191,7 @@ func TestReadHistorySkipsAndReportsBadSegments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	seq := time.Date(2026, 3, 1, 0, 0, 10, 0, time.UTC).UnixNano()
-	good, err := encodeSegment(seq, []scheduler.Entry{{Tick: time.Unix(1772323200, 0).UTC(), Status: scheduler.StatusSucceeded}})
+	_, good, err := history.FitSegment(seq, []scheduler.Entry{{Tick: time.Unix(1772323200, 0).UTC(), Status: scheduler.StatusSucceeded}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -16,7 +17,7 @@ import (
 // costs etcd"): the scheduler hands AppendHistory the new entries of many
 // jobs every few seconds, and each job's entries of one call become one
 // append-only segment under runs/<shard>/<job>/ (keyspace.RunSegment,
-// histcodec.go), put under the shard's fence. Retention deletes a job's
+// the history package), put under the shard's fence. Retention deletes a job's
 // older segments with one DeleteRange in the same transaction, keeping at
 // least keep entries (plan). A job's segments (seq and count, from the keys) are
 // learnt with one keys-only Get the first time this generation writes it,
@@ -222,7 +223,7 @@ func (s store) plan(hw *histWrite, keep int, now int64) error {
 	if len(old) > 0 {
 		seq = max(seq, old[len(old)-1].seq+1)
 	}
-	ents, val, err := fitSegment(seq, hw.ents, keep)
+	ents, val, err := history.FitSegment(seq, hw.ents, keep)
 	if err != nil {
 		return fmt.Errorf("shard: encode history of job %s: %w", hw.job, err)
 	}

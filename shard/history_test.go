@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -21,61 +20,6 @@ func entryAt(t time.Time, node string, token int64) scheduler.Entry {
 		Status: scheduler.StatusSucceeded, Detail: "HTTP 200", Node: node, Token: token}
 }
 
-// Every field of scheduler.Entry survives the segment encoding (start and
-// end to the millisecond, ticks exactly). When Entry gains a field, this
-// fails until histcodec.go stores it.
-func TestHistoryCodecRoundTrip(t *testing.T) {
-	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts"
-	typ := reflect.TypeFor[scheduler.Entry]()
-	for i := range typ.NumField() {
-		if !strings.Contains(" "+known+" ", " "+typ.Field(i).Name+" ") {
-			t.Errorf("scheduler.Entry.%s is not stored by the history codec (histcodec.go)", typ.Field(i).Name)
-		}
-	}
-	tick := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
-	in := []scheduler.Entry{
-		{Tick: tick.Add(-time.Hour), Status: scheduler.StatusSkipped, Detail: "forbid", Count: 7, First: tick.Add(-2 * time.Hour), Node: "node-2", Token: 11},
-		{Tick: tick.Add(123456789), Start: tick.Add(200 * time.Millisecond), Status: scheduler.StatusCancelled, Node: "", Token: 12, Rerun: true},
-		{Tick: tick, Start: tick.Add(-5 * time.Millisecond), End: tick.Add(2 * time.Second), Status: "exotic", Output: strings.Repeat("é", 2000), Node: "node-1", Token: 12},
-		{Tick: tick.Add(time.Second), End: tick.Add(3 * time.Second), Status: scheduler.StatusTimedOut, Node: "node-1", Token: 12},
-		{Tick: tick.Add(1500 * time.Microsecond), Start: tick.Add(2 * time.Millisecond), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
-			Trigger: "9c1f", TriggeredBy: "ops@bastion", Attempts: 3},
-	}
-	seq := tick.Add(5 * time.Second).UnixNano()
-	b, err := encodeSegment(seq, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := decodeSegment(seq, b)
-	if err != nil || len(out) != len(in) {
-		t.Fatalf("decode: %d entries, %v", len(out), err)
-	}
-	for i := range in {
-		want := in[i]
-		if i == 2 {
-			if len(out[i].Output) > maxHistoryOutput || !strings.HasSuffix(out[i].Output, truncMark) {
-				t.Errorf("output of %d bytes not truncated to %d with a marker", len(out[i].Output), maxHistoryOutput)
-			}
-			want.Output = out[i].Output
-		}
-		want.Start, want.End, want.First = msFloor(want.Start), msFloor(want.End), msFloor(want.First)
-		if !reflect.DeepEqual(out[i], want) {
-			t.Errorf("entry %d:\n got %+v\nwant %+v", i, out[i], want)
-		}
-	}
-	if _, err := decodeSegment(seq, []byte(`{"v":2,"e":[]}`)); !errors.Is(err, ErrFormat) {
-		t.Errorf("a newer segment format: %v, want ErrFormat", err)
-	}
-}
-
-// msFloor is what the codec keeps of a start, end or first time.
-func msFloor(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.Truncate(time.Millisecond).UTC()
-}
-
 // histBatch keeps comparisons, operations and bytes within one
 // transaction's limits and loses no write.
 func TestHistoryBatchLimits(t *testing.T) {
@@ -83,7 +27,7 @@ func TestHistoryBatchLimits(t *testing.T) {
 	for i := range 500 {
 		hw := &histWrite{shard: i % 200, job: fmt.Sprintf("job-%d", i), ops: make([]clientv3.Op, 1+i%2), nbytes: 100}
 		if i%97 == 0 {
-			hw.nbytes = maxSegmentBytes
+			hw.nbytes = history.MaxSegmentBytes
 		}
 		pending = append(pending, hw)
 	}

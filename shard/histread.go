@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
@@ -48,7 +49,7 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 			if !ok {
 				continue
 			}
-			ents, err := decodeSegment(seq, kv.Value)
+			ents, err := history.DecodeSegment(seq, kv.Value)
 			if err != nil {
 				o.bad.Report(baddata.History, string(kv.Key), kv.ModRevision, err, "left out of the history shown; retention deletes it in its turn")
 				continue
