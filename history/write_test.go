@@ -1,4 +1,4 @@
-package shard
+package history_test
 
 import (
 	"context"
@@ -9,46 +9,15 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // entryAt is a typical completed run of tick t.
 func entryAt(t time.Time, node string, token int64) scheduler.Entry {
 	return scheduler.Entry{Tick: t, Start: t.Add(3 * time.Millisecond), End: t.Add(15 * time.Millisecond),
 		Status: scheduler.StatusSucceeded, Detail: "HTTP 200", Node: node, Token: token}
-}
-
-// histBatch keeps comparisons, operations and bytes within one
-// transaction's limits and loses no write.
-func TestHistoryBatchLimits(t *testing.T) {
-	var pending []*histWrite
-	for i := range 500 {
-		hw := &histWrite{shard: i % 200, job: fmt.Sprintf("job-%d", i), ops: make([]clientv3.Op, 1+i%2), nbytes: 100}
-		if i%97 == 0 {
-			hw.nbytes = history.MaxSegmentBytes
-		}
-		pending = append(pending, hw)
-	}
-	seen := 0
-	for len(pending) > 0 {
-		batch, rest := histBatch(pending)
-		shards, ops, nbytes := map[int]bool{}, 0, 0
-		for _, hw := range batch {
-			shards[hw.shard] = true
-			ops += len(hw.ops)
-			nbytes += hw.nbytes
-		}
-		if len(batch) == 0 || len(shards) > MaxTxnOps || ops > MaxTxnOps || nbytes > maxTxnBytes {
-			t.Fatalf("batch of %d writes: %d comparisons, %d operations, %d bytes", len(batch), len(shards), ops, nbytes)
-		}
-		seen += len(batch)
-		pending = rest
-	}
-	if seen != 500 {
-		t.Fatalf("%d of 500 writes batched", seen)
-	}
 }
 
 // countRuns returns the number of history segments of job in shard.
@@ -65,11 +34,10 @@ func countRuns(t *testing.T, c *testCluster, shard int, job string) int {
 // entries and deletes older segments, also after the shard changed hands
 // (the new generation learns the existing segments from etcd).
 func TestAppendHistoryOrderAndRetention(t *testing.T) {
-	c := newTestCluster(t, 4)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 4)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	const keep = 5
 	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
@@ -89,7 +57,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 	if got := countRuns(t, c, 1, "j"); got != 2 {
 		t.Fatalf("%d segments stored, want 2", got)
 	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
+	h, err := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +69,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 			t.Errorf("entry %d: tick %v token %d node %q, want tick %v (newest first)", i, e.Tick, e.Token, e.Node, want)
 		}
 	}
-	if all, _ := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
+	if all, _ := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
 		t.Fatalf("%d entries kept, want at least %d", len(all[0]), keep)
 	}
 
@@ -133,11 +101,10 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 // with ErrShardLost and writes nothing; writes of other shards in the same
 // call succeed.
 func TestAppendHistoryFenced(t *testing.T) {
-	c := newTestCluster(t, 4)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 4)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	w := func(s int, tok int64, job string) scheduler.HistoryWrite {
@@ -157,7 +124,7 @@ func TestAppendHistoryFenced(t *testing.T) {
 		t.Fatalf("lost shard and good write: %v", errs)
 	}
 	poll.Must(t, time.Second, "the lost shard's grant ends", func() error {
-		if cause := context.Cause(g3.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
+		if cause := context.Cause(g3.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
 			return fmt.Errorf("cause %v", cause)
 		}
 		return nil
@@ -174,20 +141,19 @@ func TestAppendHistoryFenced(t *testing.T) {
 // 128 operations or comparisons, so success shows the batching; the second
 // round also deletes older segments (two operations per job).
 func TestAppendHistoryManyJobs(t *testing.T) {
-	c := newTestCluster(t, 64)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 64)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	base := time.Now().UTC().Truncate(time.Second)
 	const jobs = 400
-	refs := make([]RecordRef, jobs)
+	refs := make([]shard.RecordRef, jobs)
 	for round := range 3 {
 		writes := make([]scheduler.HistoryWrite, jobs)
 		for i := range writes {
 			s := i % 64
-			refs[i] = RecordRef{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
+			refs[i] = shard.RecordRef{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
 			writes[i] = scheduler.HistoryWrite{Shard: s, Token: live[s], Job: refs[i].Job,
 				Entries: []scheduler.Entry{entryAt(base.Add(time.Duration(round)*time.Second), "node-a", live[s])}}
 		}
@@ -197,7 +163,7 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 			}
 		}
 	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, refs, 0)
+	h, err := shard.ReadHistory(ctx, c.cli, c.ks, refs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,52 +174,13 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 	}
 }
 
-// A job without segments shows the History of its old-format record (a
-// replica of the previous release wrote it), newest first; once segments
-// exist they are what is shown.
-func TestReadHistoryFallsBackToRecord(t *testing.T) {
-	c := newTestCluster(t, 2)
-	ctx := context.Background()
-	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
-	rec := scheduler.Record{Job: "old", Token: 7, LastClaimed: base.Add(2 * time.Second)}
-	for k := range 3 {
-		rec.History = append(rec.History, entryAt(base.Add(time.Duration(k)*time.Second), "old-node", 7))
-	}
-	b, err := rec.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.cli.Put(ctx, c.ks.Tick(1, "old"), string(b)); err != nil {
-		t.Fatal(err)
-	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "old"}}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h[0]) != 2 || !h[0][0].Tick.Equal(base.Add(2*time.Second)) || !h[0][1].Tick.Equal(base.Add(time.Second)) {
-		t.Fatalf("fallback history: %+v", h[0])
-	}
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
-	tok := n.h.live()[1]
-	e := entryAt(base.Add(time.Minute), "node-a", tok)
-	if err := n.m.Store().(scheduler.History).AppendHistory(ctx, 5, []scheduler.HistoryWrite{{Shard: 1, Token: tok, Job: "old", Entries: []scheduler.Entry{e}}})[0]; err != nil {
-		t.Fatal(err)
-	}
-	h, err = ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "old"}}, 5)
-	if err != nil || len(h[0]) != 1 || h[0][0].Node != "node-a" {
-		t.Fatalf("history with segments: %+v, %v", h, err)
-	}
-}
-
 // Concurrent calls for one job are serialised: every entry is stored once,
 // in a segment of its own, and they read back newest first by seq.
 func TestAppendHistoryConcurrent(t *testing.T) {
-	c := newTestCluster(t, 2)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 2)
 	tok := n.h.live()[0]
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
 	const calls = 20
 	errs := make(chan error, calls)
@@ -268,8 +195,45 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := ReadHistory(context.Background(), c.cli, c.ks, []RecordRef{{Shard: 0, Job: "j"}}, 0)
+	h, err := shard.ReadHistory(context.Background(), c.cli, c.ks, []shard.RecordRef{{Shard: 0, Job: "j"}}, 0)
 	if err != nil || len(h[0]) != calls || countRuns(t, c, 0, "j") != calls {
 		t.Fatalf("%d entries read (%v), %d segments; want %d of each", len(h[0]), err, countRuns(t, c, 0, "j"), calls)
+	}
+}
+
+// A job without segments shows the History of its old-format record (a
+// replica of the previous release wrote it), newest first; once segments
+// exist they are what is shown.
+func TestReadHistoryFallsBackToRecord(t *testing.T) {
+	c := newTestCluster(t)
+	ctx := context.Background()
+	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
+	rec := scheduler.Record{Job: "old", Token: 7, LastClaimed: base.Add(2 * time.Second)}
+	for k := range 3 {
+		rec.History = append(rec.History, entryAt(base.Add(time.Duration(k)*time.Second), "old-node", 7))
+	}
+	b, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cli.Put(ctx, c.ks.Tick(1, "old"), string(b)); err != nil {
+		t.Fatal(err)
+	}
+	h, err := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "old"}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h[0]) != 2 || !h[0][0].Tick.Equal(base.Add(2*time.Second)) || !h[0][1].Tick.Equal(base.Add(time.Second)) {
+		t.Fatalf("fallback history: %+v", h[0])
+	}
+	n := c.start("node-a", 2)
+	tok := n.h.live()[1]
+	e := entryAt(base.Add(time.Minute), "node-a", tok)
+	if err := n.hist.AppendHistory(ctx, 5, []scheduler.HistoryWrite{{Shard: 1, Token: tok, Job: "old", Entries: []scheduler.Entry{e}}})[0]; err != nil {
+		t.Fatal(err)
+	}
+	h, err = shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "old"}}, 5)
+	if err != nil || len(h[0]) != 1 || h[0][0].Node != "node-a" {
+		t.Fatalf("history with segments: %+v, %v", h, err)
 	}
 }
