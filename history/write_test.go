@@ -9,9 +9,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
-	"github.com/shardcron/shardcron/shard"
 )
 
 // entryAt is a typical completed run of tick t.
@@ -57,7 +57,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 	if got := countRuns(t, c, 1, "j"); got != 2 {
 		t.Fatalf("%d segments stored, want 2", got)
 	}
-	h, err := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
+	h, err := history.Read(ctx, c.cli, c.ks, []history.Ref{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 			t.Errorf("entry %d: tick %v token %d node %q, want tick %v (newest first)", i, e.Tick, e.Token, e.Node, want)
 		}
 	}
-	if all, _ := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
+	if all, _ := history.Read(ctx, c.cli, c.ks, []history.Ref{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
 		t.Fatalf("%d entries kept, want at least %d", len(all[0]), keep)
 	}
 
@@ -148,12 +148,12 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 	ctx := context.Background()
 	base := time.Now().UTC().Truncate(time.Second)
 	const jobs = 400
-	refs := make([]shard.RecordRef, jobs)
+	refs := make([]history.Ref, jobs)
 	for round := range 3 {
 		writes := make([]scheduler.HistoryWrite, jobs)
 		for i := range writes {
 			s := i % 64
-			refs[i] = shard.RecordRef{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
+			refs[i] = history.Ref{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
 			writes[i] = scheduler.HistoryWrite{Shard: s, Token: live[s], Job: refs[i].Job,
 				Entries: []scheduler.Entry{entryAt(base.Add(time.Duration(round)*time.Second), "node-a", live[s])}}
 		}
@@ -163,7 +163,7 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 			}
 		}
 	}
-	h, err := shard.ReadHistory(ctx, c.cli, c.ks, refs, 0)
+	h, err := history.Read(ctx, c.cli, c.ks, refs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,45 +195,8 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := shard.ReadHistory(context.Background(), c.cli, c.ks, []shard.RecordRef{{Shard: 0, Job: "j"}}, 0)
+	h, err := history.Read(context.Background(), c.cli, c.ks, []history.Ref{{Shard: 0, Job: "j"}}, 0)
 	if err != nil || len(h[0]) != calls || countRuns(t, c, 0, "j") != calls {
 		t.Fatalf("%d entries read (%v), %d segments; want %d of each", len(h[0]), err, countRuns(t, c, 0, "j"), calls)
-	}
-}
-
-// A job without segments shows the History of its old-format record (a
-// replica of the previous release wrote it), newest first; once segments
-// exist they are what is shown.
-func TestReadHistoryFallsBackToRecord(t *testing.T) {
-	c := newTestCluster(t)
-	ctx := context.Background()
-	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
-	rec := scheduler.Record{Job: "old", Token: 7, LastClaimed: base.Add(2 * time.Second)}
-	for k := range 3 {
-		rec.History = append(rec.History, entryAt(base.Add(time.Duration(k)*time.Second), "old-node", 7))
-	}
-	b, err := rec.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.cli.Put(ctx, c.ks.Tick(1, "old"), string(b)); err != nil {
-		t.Fatal(err)
-	}
-	h, err := shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "old"}}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h[0]) != 2 || !h[0][0].Tick.Equal(base.Add(2*time.Second)) || !h[0][1].Tick.Equal(base.Add(time.Second)) {
-		t.Fatalf("fallback history: %+v", h[0])
-	}
-	n := c.start("node-a", 2)
-	tok := n.h.live()[1]
-	e := entryAt(base.Add(time.Minute), "node-a", tok)
-	if err := n.hist.AppendHistory(ctx, 5, []scheduler.HistoryWrite{{Shard: 1, Token: tok, Job: "old", Entries: []scheduler.Entry{e}}})[0]; err != nil {
-		t.Fatal(err)
-	}
-	h, err = shard.ReadHistory(ctx, c.cli, c.ks, []shard.RecordRef{{Shard: 1, Job: "old"}}, 5)
-	if err != nil || len(h[0]) != 1 || h[0][0].Node != "node-a" {
-		t.Fatalf("history with segments: %+v, %v", h, err)
 	}
 }
