@@ -10,7 +10,7 @@ import (
 // fenced transaction, the job's segments no longer needed to keep the
 // newest keep entries. Nothing else deletes history of a job that exists,
 // so a job keeps its history while its name stays (a removed job's history
-// goes with the job set's garbage collection, StrayRuns).
+// goes with the job set's garbage collection, stray.go).
 
 // plan builds hw's put of one new segment and, when older segments are no
 // longer needed to keep keep entries, the DeleteRange that drops them. A
