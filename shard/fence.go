@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -15,6 +16,8 @@ import (
 // a token is held live, a transaction on the holding session, and the
 // report of a fence found failed. The writer builds its own lease.Guard
 // comparisons; ownership stays decided here.
+
+var _ history.Fence = (*Manager)(nil)
 
 // AppendHistory implements scheduler.History, so that the scheduler finds
 // it on its Store: run history is written by the history package's Writer
