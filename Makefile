@@ -137,7 +137,7 @@ sim:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./config:FuzzParseJobs ./cronspec:FuzzParse \
 	./dashboard:FuzzJobsQuery ./dashboard:FuzzRunsQuery \
-	./scheduler:FuzzDecodeRecord ./scheduler:FuzzPorts ./shard:FuzzDecodeSegment \
+	./scheduler:FuzzDecodeRecord ./scheduler:FuzzPorts ./history:FuzzDecodeSegment \
 	./lease:FuzzParseMarker ./jobstore:FuzzDecodeChunk
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/scheduler"
@@ -55,10 +56,10 @@ func EtcdLocator(cli *clientv3.Client, ks keyspace.Space) Locator {
 }
 
 // History reads job's last limit runs (1 to MaxHistory) from etcd
-// (shard.ReadHistory): run history is written by the shard's owners under
+// (history.Read): run history is written by the shard's owners under
 // their fence and outlives them, so it shows the runs of owners that are
 // gone.
-func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc Locator, job string, limit int, opts ...shard.ReadOption) (HistoryResult, error) {
+func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc Locator, job string, limit int, opts ...history.ReadOption) (HistoryResult, error) {
 	if limit < 1 || limit > MaxHistory {
 		return HistoryResult{}, fmt.Errorf("%w: limit %d: want 1 to %d", ErrInvalid, limit, MaxHistory)
 	}
@@ -69,7 +70,7 @@ func History(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, loc L
 	if !found {
 		return HistoryResult{}, fmt.Errorf("%w: no job %q in the cluster's job set", ErrNotFound, job)
 	}
-	h, err := shard.ReadHistory(ctx, cli, ks, []shard.RecordRef{{Shard: s, Job: job}}, limit, opts...)
+	h, err := history.Read(ctx, cli, ks, []history.Ref{{Shard: s, Job: job}}, limit, opts...)
 	if err != nil {
 		return HistoryResult{}, err
 	}

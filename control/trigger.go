@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/scheduler"
@@ -113,11 +114,11 @@ func TriggerIn(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set
 // has taken it (ErrNotPickedUp: it will not run), or reports ErrNoOutcome
 // (taken: it runs, or ran and its history is not written yet).
 func Wait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, t Triggered, every time.Duration) (scheduler.Entry, error) {
-	ref := []shard.RecordRef{{Shard: t.Shard, Job: t.Job}}
+	ref := []history.Ref{{Shard: t.Shard, Job: t.Job}}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		h, err := shard.ReadHistory(ctx, cli, ks, ref, 0)
+		h, err := history.Read(ctx, cli, ks, ref, 0)
 		if err == nil {
 			for _, e := range h[0] {
 				if e.Trigger == t.ID {

@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
@@ -36,7 +37,11 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, versi
 	for _, k := range keys {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
-	runs, err := strayRuns(ctx, cli, ks, next)
+	names := make(map[string]bool, len(next))
+	for i := range next {
+		names[next[i].Name] = true
+	}
+	runs, err := history.Stray(ctx, cli, ks, func(job string) bool { return names[job] })
 	if err != nil {
 		return err
 	}
@@ -93,7 +98,7 @@ func strayTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, ne
 	}
 }
 
-// deleteTicks deletes records (and run history, gcruns.go) in transactions guarded by the pointer still
+// deleteTicks deletes records (and run history, history.Stray) in transactions guarded by the pointer still
 // being the one this apply wrote: once a later apply has flipped, it owns
 // the collection, and may have brought back a job whose record this one
 // would wrongly delete.

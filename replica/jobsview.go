@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
@@ -85,7 +86,7 @@ func selectJobs(jobs []scheduler.JobInfo, specs map[string]*config.Job, owners [
 }
 
 // readRuns fills rows from one read of their records and newest runs
-// (shard.ReadRecords and shard.ReadHistory, a snapshot each), never a
+// (shard.ReadRecords and history.Read, a snapshot each), never a
 // watch on ticks/ or runs/; history that does not decode goes to bad. On
 // an error it leaves rows as they were.
 func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows []JobView, refs []shard.RecordRef, runs int, bad *baddata.Reporter) error {
@@ -93,7 +94,11 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 	if err != nil {
 		return err
 	}
-	history, err := shard.ReadHistory(ctx, cli, ks, refs, runs, shard.ReportTo(bad))
+	hrefs := make([]history.Ref, len(refs))
+	for i, ref := range refs {
+		hrefs[i] = history.Ref(ref)
+	}
+	runsOf, err := history.Read(ctx, cli, ks, hrefs, runs, history.ReportTo(bad))
 	if err != nil {
 		return err
 	}
@@ -108,7 +113,7 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 		}
 		rows[i].InFlight = rec.InFlight
 	}
-	for i, h := range history {
+	for i, h := range runsOf {
 		for j := len(h) - 1; j >= 0; j-- { // oldest first
 			h[j].Output = ""
 			rows[i].LastRuns = append(rows[i].LastRuns, h[j])

@@ -8,9 +8,9 @@ import (
 
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/scheduler"
-	"github.com/shardcron/shardcron/shard"
 )
 
 // The operator actions the HTTP API serves go through package control, the
@@ -33,7 +33,7 @@ func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) das
 	return func(ctx context.Context, name string, limit int) (any, bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 		defer cancel()
-		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit, shard.ReportTo(bad))
+		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit, history.ReportTo(bad))
 		if errors.Is(err, control.ErrNotFound) {
 			return nil, false, nil
 		}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/internal/poll"
@@ -270,7 +271,7 @@ func TestIntegrationPausedOwnerSuccession(t *testing.T) {
 	poll.Must(t, waitLimit, "b's re-run in the job's history", func() error {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
-		hist, err := shard.ReadHistory(rctx, cli, ks, []shard.RecordRef{{Shard: js, Job: job.Name}}, 0)
+		hist, err := history.Read(rctx, cli, ks, []history.Ref{{Shard: js, Job: job.Name}}, 0)
 		if err != nil {
 			return err
 		}

@@ -47,8 +47,8 @@ import (
 //   - A release marker that does not decode is consumed by the acquisition
 //     all the same (lease.Acquire must delete it in its transaction): that
 //     handoff's ticks follow the misfire policy instead of all running.
-//   - A history segment that does not decode is left out of what readers
-//     show; retention deletes it in its turn, like any old segment.
+//   - A history segment that does not decode: see the history package
+//     (left out of what readers show, deleted by retention in its turn).
 //   - The cluster's meta: see metaguard.go.
 
 // memberValue decodes a member key and says whether it counts.

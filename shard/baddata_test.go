@@ -11,7 +11,6 @@ import (
 
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/poll"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 // Bad data planted into a running cluster of Managers: every node stays up,
@@ -181,44 +180,6 @@ func TestMetaChangedUnderARunningCluster(t *testing.T) {
 		t.Fatalf("a replica starting on the re-created meta: %v", err)
 	}
 	c.waitBalanced(waitLimit)
-}
-
-// An undecodable history segment is left out of what ReadHistory returns
-// and reported; the job's other segments are still shown.
-func TestReadHistorySkipsAndReportsBadSegments(t *testing.T) {
-	c := newTestCluster(t, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	seq := time.Date(2026, 3, 1, 0, 0, 10, 0, time.UTC).UnixNano()
-	good, err := encodeSegment(seq, []scheduler.Entry{{Tick: time.Unix(1772323200, 0).UTC(), Status: scheduler.StatusSucceeded}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range [][2]string{
-		{c.ks.RunSegment(1, "job-a", seq, 1), string(good)},
-		{c.ks.RunSegment(1, "job-a", seq+1, 1), "{not json"},
-		{c.ks.RunSegment(1, "job-a", seq+2, 1), `{"v":9,"e":[]}`},
-	} {
-		if _, err := c.cli.Put(ctx, kv[0], kv[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bad, err := baddata.New(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // read twice: reported once
-		h, err := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "job-a"}}, 10, ReportTo(bad))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(h[0]) != 1 || h[0][0].Status != scheduler.StatusSucceeded {
-			t.Fatalf("history %+v, want the one good entry", h[0])
-		}
-	}
-	if got := bad.Count(baddata.History); got != 2 {
-		t.Fatalf("%d bad segments reported, want 2", got)
-	}
 }
 
 func shardsOf(n *testNode) []int {

@@ -6,8 +6,10 @@
 // assignment (rebalance.Assign over the settled members) with what etcd
 // says is held, then acquires desired free shards, releases undesired ones
 // (Handler.Drain, then a batched lease.Release) and takes orphans. It also
-// implements scheduler.Store, the fenced writes of job records, and
-// scheduler.History, run history in segments under runs/ (history.go). It
+// implements scheduler.Store, the fenced writes of job records. Run
+// history is the history package's: the Manager exposes its fence to it
+// (Holds, FencedTxn, FenceFailed; fence.go), and its Store offers the
+// scheduler a history.Writer on that fence as scheduler.History. It
 // hands trigger requests of the shards it holds to a Handler that takes
 // them (trigger.go), and counts a member with a drain flag as absent
 // (drain.go).

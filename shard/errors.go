@@ -6,7 +6,7 @@ import "errors"
 var (
 	// ErrFormat: stored data this build refuses: the cluster's meta in a
 	// newer format, with parameters this build cannot serve, or rewritten
-	// after its creation; a history segment that does not decode.
+	// after its creation. (A history segment: history.ErrFormat.)
 	ErrFormat = errors.New("shard: unsupported format")
 	// ErrInvalidConfig: a bad Config, or a missing client or Handler.
 	ErrInvalidConfig = errors.New("shard: invalid config")

@@ -51,7 +51,7 @@ func (s store) Load(ctx context.Context, shard int, token int64, job string) (sc
 		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
 			gen = kvs[0].CreateRevision
 		}
-		m.fenceFailed(tok, gen)
+		m.FenceFailed(tok, gen)
 		return scheduler.Stored{}, fmt.Errorf("%w: shard %d token %d: the fence failed", scheduler.ErrShardLost, shard, token)
 	}
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
@@ -73,7 +74,7 @@ type Manager struct {
 
 	bg sync.WaitGroup // revocations of lost sessions; joined by Run
 
-	hist histCache // run history segments per (shard, token, job); history.go
+	hist *history.Writer // run history, written on this Manager's fence (fence.go)
 
 	trig *triggers // trigger requests; nil unless the Handler takes them (trigger.go); set by Run
 }
@@ -134,6 +135,7 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manag
 		feed:    newFeed(),
 		contact: lease.NewContact(),
 	}
+	m.hist = history.NewWriter(cli, ks, m)
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
 	}

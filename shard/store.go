@@ -172,17 +172,7 @@ func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 // send commits t, bounded by the session's safe deadline, and records the
 // RPC's outcome for Ready.
 func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clientv3.TxnResponse, error) {
-	// A write that lands after the safe deadline is unknown anyway; do not
-	// wait longer than that.
-	tctx, cancel := context.WithTimeout(ctx, max(sess.Remaining(), 0))
-	sent := s.m.contact.Begin()
-	resp, err := s.m.cli.Txn(tctx).If(t.cmps...).Then(t.ops...).Else(t.reads...).Commit()
-	cancel()
-	if err == nil {
-		s.m.contact.Answered(sent)
-	}
-	s.m.noteWrite(err)
-	return resp, err
+	return s.m.sendTxn(ctx, sess, t.cmps, t.ops, t.reads)
 }
 
 // classify reads a failed transaction's failure branch: writes of a shard
@@ -200,7 +190,7 @@ func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *c
 		tok := writes[firstOf(writes, live, shard)].Token
 		if gen != tok {
 			lost[shard] = true
-			s.m.fenceFailed(lease.Token{Shard: shard, Generation: tok}, gen)
+			s.m.FenceFailed(lease.Token{Shard: shard, Generation: tok}, gen)
 		}
 	}
 	for _, i := range live {
@@ -241,19 +231,6 @@ func firstOf(writes []scheduler.Write, idx []int, shard int) int {
 		}
 	}
 	return idx[0]
-}
-
-// fenceFailed ends the Grant of tok, if it is still this node's live one,
-// and wakes the loop to forget it.
-func (m *Manager) fenceFailed(tok lease.Token, now int64) {
-	m.mu.Lock()
-	h, ok := m.held[tok.Shard]
-	if ok && h.tok == tok && h.lost.Err() == nil {
-		h.cancel(scheduler.ErrShardLost)
-		m.log.Warn("fenced write failed: shard lost", "shard", tok.Shard, "token", tok.Generation, "current", now)
-	}
-	m.mu.Unlock()
-	m.wake()
 }
 
 // noteWrite records a write's RPC outcome for Ready.

@@ -13,7 +13,7 @@ import (
 //	runs/<shard, zero-padded>/<job>/<seq>-<count>
 //
 // Each key is one segment: the entries one history flush appended for one
-// job (shard.AppendHistory), append-only, written under the shard's fence.
+// job (history.Writer), append-only, written under the shard's fence.
 // seq is 16 lower-case hex digits, a strictly increasing unix-nanosecond
 // stamp per job (the flush time, or the previous segment's seq + 1 when the
 // clock is behind it), so keys sort by time and one DeleteRange from the

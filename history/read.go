@@ -1,4 +1,4 @@
-package shard
+package history
 
 import (
 	"context"
@@ -13,18 +13,25 @@ import (
 	"github.com/shardcron/shardcron/scheduler"
 )
 
-// ReadHistory reads the run history of each job for display (`status`,
+// Ref names one job's history: its shard and its name.
+type Ref struct {
+	Shard int
+	Job   string
+}
+
+// Read reads the run history of each job for display (`status`,
 // `history`, the jobs API): newest first, at most limit entries per job
-// (limit ≤ 0: all that is stored), never under a fence. Like ReadRecords it
-// reads in read-only transactions of at most MaxTxnOps Gets, every one at
-// the first one's revision, so the result is one snapshot.
+// (limit ≤ 0: all that is stored), never under a fence. Like
+// shard.ReadRecords it reads in read-only transactions of at most
+// maxTxnOps Gets, every one at the first one's revision, so the result is
+// one snapshot.
 //
 // A job with no history segments falls back to the History of its checkpoint
 // record: records written by a replica of the previous release carry it, so
 // a rolling upgrade shows history throughout. A segment or record this
 // binary cannot decode (damaged, or a newer format) is skipped rather than
 // failing the whole page, and reported to the ReportTo option's Reporter.
-func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []RecordRef, limit int, opts ...ReadOption) ([][]scheduler.Entry, error) {
+func Read(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []Ref, limit int, opts ...ReadOption) ([][]scheduler.Entry, error) {
 	var o readOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -88,12 +95,12 @@ func ReadHistory(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, r
 	return out, nil
 }
 
-// ReadOption tunes ReadHistory.
+// ReadOption tunes Read.
 type ReadOption func(*readOptions)
 
 type readOptions struct{ bad *baddata.Reporter }
 
-// ReportTo reports what ReadHistory cannot decode to r (Manager.BadData).
+// ReportTo reports what Read cannot decode to r (shard.Manager.BadData).
 func ReportTo(r *baddata.Reporter) ReadOption { return func(o *readOptions) { o.bad = r } }
 
 func limited(h []scheduler.Entry, limit int) []scheduler.Entry {
@@ -103,7 +110,7 @@ func limited(h []scheduler.Entry, limit int) []scheduler.Entry {
 	return h
 }
 
-// snapshotReader reads keys in read-only transactions of at most MaxTxnOps
+// snapshotReader reads keys in read-only transactions of at most maxTxnOps
 // Gets, all at the revision of its first transaction.
 type snapshotReader struct {
 	ctx context.Context
@@ -115,14 +122,14 @@ type snapshotReader struct {
 func (r *snapshotReader) get(keys []string, opts ...clientv3.OpOption) ([][]*mvccpb.KeyValue, error) {
 	out := make([][]*mvccpb.KeyValue, 0, len(keys))
 	for len(keys) > 0 {
-		n := min(len(keys), MaxTxnOps)
+		n := min(len(keys), maxTxnOps)
 		ops := make([]clientv3.Op, n)
 		for i, k := range keys[:n] {
 			ops[i] = clientv3.OpGet(k, append([]clientv3.OpOption{clientv3.WithRev(r.rev)}, opts...)...)
 		}
 		resp, err := r.cli.Txn(r.ctx).Then(ops...).Commit()
 		if err != nil {
-			return nil, fmt.Errorf("shard: read run history: %w", err)
+			return nil, fmt.Errorf("history: read run history: %w", err)
 		}
 		if r.rev == 0 {
 			r.rev = resp.Header.Revision

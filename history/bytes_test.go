@@ -1,4 +1,4 @@
-package shard
+package history
 
 import (
 	"fmt"
@@ -19,12 +19,11 @@ import (
 // token, detail "HTTP 200"), without and with 100 bytes of output. It
 // asserts only the encoding's own bound; the figures go to BENCHMARKS.md.
 func TestHistoryBytesPerEntry(t *testing.T) {
-	m := &Manager{ks: keyspace.New("prod")}
-	st := store{m}
+	wr := &Writer{ks: keyspace.New("prod")}
 	const keep, jobs, flushes = 20, 50, 40
 	for _, output := range []string{"", fmt.Sprintf("%-100s", `{"swept":1234,"status":"ok"}`)} {
 		for _, per := range []int{1, 3, 5, 10} {
-			m.hist = histCache{}
+			wr.hist = histCache{}
 			tick := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
 			put, entries, deletes := 0, 0, 0
 			for f := range flushes {
@@ -37,7 +36,7 @@ func TestHistoryBytesPerEntry(t *testing.T) {
 					}
 					hw := &histWrite{shard: 417, token: 123456789, job: fmt.Sprintf("invoice-sweep-%05d", j), ents: ents}
 					now := tick.Add(time.Duration((f+1)*per)*time.Second + 300*time.Millisecond).UnixNano()
-					if err := st.plan(hw, keep, now); err != nil {
+					if err := wr.plan(hw, keep, now); err != nil {
 						t.Fatal(err)
 					}
 					for _, op := range hw.ops {
@@ -48,7 +47,7 @@ func TestHistoryBytesPerEntry(t *testing.T) {
 						}
 					}
 					entries += per
-					m.hist.setJob(hw.shard, hw.token, hw.job, hw.segs)
+					wr.hist.setJob(hw.shard, hw.token, hw.job, hw.segs)
 				}
 			}
 			perEntry := float64(put) / float64(entries)

@@ -1,4 +1,4 @@
-package shard
+package history
 
 import (
 	"encoding/json"

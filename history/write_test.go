@@ -1,16 +1,15 @@
-package shard
+package history_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/poll"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -19,92 +18,6 @@ import (
 func entryAt(t time.Time, node string, token int64) scheduler.Entry {
 	return scheduler.Entry{Tick: t, Start: t.Add(3 * time.Millisecond), End: t.Add(15 * time.Millisecond),
 		Status: scheduler.StatusSucceeded, Detail: "HTTP 200", Node: node, Token: token}
-}
-
-// Every field of scheduler.Entry survives the segment encoding (start and
-// end to the millisecond, ticks exactly). When Entry gains a field, this
-// fails until histcodec.go stores it.
-func TestHistoryCodecRoundTrip(t *testing.T) {
-	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts"
-	typ := reflect.TypeFor[scheduler.Entry]()
-	for i := range typ.NumField() {
-		if !strings.Contains(" "+known+" ", " "+typ.Field(i).Name+" ") {
-			t.Errorf("scheduler.Entry.%s is not stored by the history codec (histcodec.go)", typ.Field(i).Name)
-		}
-	}
-	tick := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
-	in := []scheduler.Entry{
-		{Tick: tick.Add(-time.Hour), Status: scheduler.StatusSkipped, Detail: "forbid", Count: 7, First: tick.Add(-2 * time.Hour), Node: "node-2", Token: 11},
-		{Tick: tick.Add(123456789), Start: tick.Add(200 * time.Millisecond), Status: scheduler.StatusCancelled, Node: "", Token: 12, Rerun: true},
-		{Tick: tick, Start: tick.Add(-5 * time.Millisecond), End: tick.Add(2 * time.Second), Status: "exotic", Output: strings.Repeat("é", 2000), Node: "node-1", Token: 12},
-		{Tick: tick.Add(time.Second), End: tick.Add(3 * time.Second), Status: scheduler.StatusTimedOut, Node: "node-1", Token: 12},
-		{Tick: tick.Add(1500 * time.Microsecond), Start: tick.Add(2 * time.Millisecond), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
-			Trigger: "9c1f", TriggeredBy: "ops@bastion", Attempts: 3},
-	}
-	seq := tick.Add(5 * time.Second).UnixNano()
-	b, err := encodeSegment(seq, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := decodeSegment(seq, b)
-	if err != nil || len(out) != len(in) {
-		t.Fatalf("decode: %d entries, %v", len(out), err)
-	}
-	for i := range in {
-		want := in[i]
-		if i == 2 {
-			if len(out[i].Output) > maxHistoryOutput || !strings.HasSuffix(out[i].Output, truncMark) {
-				t.Errorf("output of %d bytes not truncated to %d with a marker", len(out[i].Output), maxHistoryOutput)
-			}
-			want.Output = out[i].Output
-		}
-		want.Start, want.End, want.First = msFloor(want.Start), msFloor(want.End), msFloor(want.First)
-		if !reflect.DeepEqual(out[i], want) {
-			t.Errorf("entry %d:\n got %+v\nwant %+v", i, out[i], want)
-		}
-	}
-	if _, err := decodeSegment(seq, []byte(`{"v":2,"e":[]}`)); !errors.Is(err, ErrFormat) {
-		t.Errorf("a newer segment format: %v, want ErrFormat", err)
-	}
-}
-
-// msFloor is what the codec keeps of a start, end or first time.
-func msFloor(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.Truncate(time.Millisecond).UTC()
-}
-
-// histBatch keeps comparisons, operations and bytes within one
-// transaction's limits and loses no write.
-func TestHistoryBatchLimits(t *testing.T) {
-	var pending []*histWrite
-	for i := range 500 {
-		hw := &histWrite{shard: i % 200, job: fmt.Sprintf("job-%d", i), ops: make([]clientv3.Op, 1+i%2), nbytes: 100}
-		if i%97 == 0 {
-			hw.nbytes = maxSegmentBytes
-		}
-		pending = append(pending, hw)
-	}
-	seen := 0
-	for len(pending) > 0 {
-		batch, rest := histBatch(pending)
-		shards, ops, nbytes := map[int]bool{}, 0, 0
-		for _, hw := range batch {
-			shards[hw.shard] = true
-			ops += len(hw.ops)
-			nbytes += hw.nbytes
-		}
-		if len(batch) == 0 || len(shards) > MaxTxnOps || ops > MaxTxnOps || nbytes > maxTxnBytes {
-			t.Fatalf("batch of %d writes: %d comparisons, %d operations, %d bytes", len(batch), len(shards), ops, nbytes)
-		}
-		seen += len(batch)
-		pending = rest
-	}
-	if seen != 500 {
-		t.Fatalf("%d of 500 writes batched", seen)
-	}
 }
 
 // countRuns returns the number of history segments of job in shard.
@@ -121,11 +34,10 @@ func countRuns(t *testing.T, c *testCluster, shard int, job string) int {
 // entries and deletes older segments, also after the shard changed hands
 // (the new generation learns the existing segments from etcd).
 func TestAppendHistoryOrderAndRetention(t *testing.T) {
-	c := newTestCluster(t, 4)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 4)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	const keep = 5
 	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
@@ -145,7 +57,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 	if got := countRuns(t, c, 1, "j"); got != 2 {
 		t.Fatalf("%d segments stored, want 2", got)
 	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
+	h, err := history.Read(ctx, c.cli, c.ks, []history.Ref{{Shard: 1, Job: "j"}, {Shard: 2, Job: "none"}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +69,7 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 			t.Errorf("entry %d: tick %v token %d node %q, want tick %v (newest first)", i, e.Tick, e.Token, e.Node, want)
 		}
 	}
-	if all, _ := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
+	if all, _ := history.Read(ctx, c.cli, c.ks, []history.Ref{{Shard: 1, Job: "j"}}, 0); len(all[0]) < keep {
 		t.Fatalf("%d entries kept, want at least %d", len(all[0]), keep)
 	}
 
@@ -189,11 +101,10 @@ func TestAppendHistoryOrderAndRetention(t *testing.T) {
 // with ErrShardLost and writes nothing; writes of other shards in the same
 // call succeed.
 func TestAppendHistoryFenced(t *testing.T) {
-	c := newTestCluster(t, 4)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 4)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	w := func(s int, tok int64, job string) scheduler.HistoryWrite {
@@ -213,7 +124,7 @@ func TestAppendHistoryFenced(t *testing.T) {
 		t.Fatalf("lost shard and good write: %v", errs)
 	}
 	poll.Must(t, time.Second, "the lost shard's grant ends", func() error {
-		if cause := context.Cause(g3.g.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
+		if cause := context.Cause(g3.Lost); !errors.Is(cause, scheduler.ErrShardLost) {
 			return fmt.Errorf("cause %v", cause)
 		}
 		return nil
@@ -230,20 +141,19 @@ func TestAppendHistoryFenced(t *testing.T) {
 // 128 operations or comparisons, so success shows the batching; the second
 // round also deletes older segments (two operations per job).
 func TestAppendHistoryManyJobs(t *testing.T) {
-	c := newTestCluster(t, 64)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 64)
 	live := n.h.live()
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	ctx := context.Background()
 	base := time.Now().UTC().Truncate(time.Second)
 	const jobs = 400
-	refs := make([]RecordRef, jobs)
+	refs := make([]history.Ref, jobs)
 	for round := range 3 {
 		writes := make([]scheduler.HistoryWrite, jobs)
 		for i := range writes {
 			s := i % 64
-			refs[i] = RecordRef{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
+			refs[i] = history.Ref{Shard: s, Job: fmt.Sprintf("job-%03d", i)}
 			writes[i] = scheduler.HistoryWrite{Shard: s, Token: live[s], Job: refs[i].Job,
 				Entries: []scheduler.Entry{entryAt(base.Add(time.Duration(round)*time.Second), "node-a", live[s])}}
 		}
@@ -253,7 +163,7 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 			}
 		}
 	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, refs, 0)
+	h, err := history.Read(ctx, c.cli, c.ks, refs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,52 +174,13 @@ func TestAppendHistoryManyJobs(t *testing.T) {
 	}
 }
 
-// A job without segments shows the History of its old-format record (a
-// replica of the previous release wrote it), newest first; once segments
-// exist they are what is shown.
-func TestReadHistoryFallsBackToRecord(t *testing.T) {
-	c := newTestCluster(t, 2)
-	ctx := context.Background()
-	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
-	rec := scheduler.Record{Job: "old", Token: 7, LastClaimed: base.Add(2 * time.Second)}
-	for k := range 3 {
-		rec.History = append(rec.History, entryAt(base.Add(time.Duration(k)*time.Second), "old-node", 7))
-	}
-	b, err := rec.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.cli.Put(ctx, c.ks.Tick(1, "old"), string(b)); err != nil {
-		t.Fatal(err)
-	}
-	h, err := ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "old"}}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h[0]) != 2 || !h[0][0].Tick.Equal(base.Add(2*time.Second)) || !h[0][1].Tick.Equal(base.Add(time.Second)) {
-		t.Fatalf("fallback history: %+v", h[0])
-	}
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
-	tok := n.h.live()[1]
-	e := entryAt(base.Add(time.Minute), "node-a", tok)
-	if err := n.m.Store().(scheduler.History).AppendHistory(ctx, 5, []scheduler.HistoryWrite{{Shard: 1, Token: tok, Job: "old", Entries: []scheduler.Entry{e}}})[0]; err != nil {
-		t.Fatal(err)
-	}
-	h, err = ReadHistory(ctx, c.cli, c.ks, []RecordRef{{Shard: 1, Job: "old"}}, 5)
-	if err != nil || len(h[0]) != 1 || h[0][0].Node != "node-a" {
-		t.Fatalf("history with segments: %+v, %v", h, err)
-	}
-}
-
 // Concurrent calls for one job are serialised: every entry is stored once,
 // in a segment of its own, and they read back newest first by seq.
 func TestAppendHistoryConcurrent(t *testing.T) {
-	c := newTestCluster(t, 2)
-	n := c.start("node-a", false)
-	c.waitBalanced(waitLimit)
+	c := newTestCluster(t)
+	n := c.start("node-a", 2)
 	tok := n.h.live()[0]
-	hist := n.m.Store().(scheduler.History)
+	hist := n.hist
 	base := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
 	const calls = 20
 	errs := make(chan error, calls)
@@ -324,7 +195,7 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := ReadHistory(context.Background(), c.cli, c.ks, []RecordRef{{Shard: 0, Job: "j"}}, 0)
+	h, err := history.Read(context.Background(), c.cli, c.ks, []history.Ref{{Shard: 0, Job: "j"}}, 0)
 	if err != nil || len(h[0]) != calls || countRuns(t, c, 0, "j") != calls {
 		t.Fatalf("%d entries read (%v), %d segments; want %d of each", len(h[0]), err, countRuns(t, c, 0, "j"), calls)
 	}
