@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 			"Runs that ended, by outcome (succeeded, failed, timed_out, cancelled). Skipped ticks are counted by ticks_skipped_total.")),
 			[]string{"outcome"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("ticks_skipped_total",
-			"Ticks recorded as skipped without a run, by reason (misfire, starting_deadline, forbid, suspended, backlog_full, catch_up_capped).")),
+			"Ticks recorded as skipped without a run, by reason (misfire, starting_deadline, forbid, replace, suspended, backlog_full, catch_up_capped).")),
 			[]string{"reason"}),
 		reruns: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("reruns_total",
 			"Interrupted ticks of an older token run again by this node."))),
@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 	for _, o := range []Status{StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled} {
 		m.runs.WithLabelValues(string(o))
 	}
-	for _, r := range []string{"misfire", "starting_deadline", "forbid", "suspended", "backlog_full", "catch_up_capped"} {
+	for _, r := range []string{"misfire", "starting_deadline", "forbid", "replace", "suspended", "backlog_full", "catch_up_capped"} {
 		m.skipped.WithLabelValues(r)
 	}
 	for _, k := range []string{"lost", "stale", "unknown", "deadline"} {
@@ -128,6 +128,8 @@ func skipReason(detail string) string {
 		return "backlog_full"
 	case strings.HasPrefix(detail, "catch-up capped"):
 		return "catch_up_capped"
+	case strings.HasPrefix(detail, "replaced"):
+		return "replace"
 	default:
 		return "misfire"
 	}

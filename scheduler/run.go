@@ -242,10 +242,27 @@ func (s *Scheduler) runEnded(d runDone) {
 	}
 	record := d.ran
 	switch {
+	case d.cause == nil && status == StatusCancelled:
+		// The Runner did not start it, with no cancel from here (its own
+		// check of the safe deadline, or it is closing): not run, so not
+		// complete; it stays in flight for this owner's successor.
+		record = false
 	case d.cause == nil:
 	case errors.Is(d.cause, ErrShardLost), errors.Is(d.cause, ErrDeadline),
 		errors.Is(d.cause, errDrainTimeout), errors.Is(d.cause, errStopped):
 		record = false
+	case !d.ran:
+		// Ended by policy (replaced, removed) before it began: it never
+		// ran, and no later owner should run it either.
+		if sh.state != stopped && !rec.parked && !rec.removed {
+			if r.man != nil {
+				r.man.done = true
+			}
+			s.skipTick(&waitTick{rec: rec, tick: r.tick, reclaim: true}, "replaced by a newer tick before it started")
+		}
+		s.unpark(rec)
+		s.checkIdle(sh)
+		return
 	default: // replaced or removed: ended by policy, recorded
 		if status == StatusSucceeded || status == StatusFailed {
 			status = StatusCancelled

@@ -66,6 +66,9 @@ type History struct {
 	Pending  map[string]bool
 	// Final is each job's record as the store holds it at the end.
 	Final map[string]scheduler.Record
+	// Replaced holds, by job, the ticks recorded as replaced by a newer tick
+	// before they started (the replace policy decided them).
+	Replaced map[string]map[time.Time]bool
 	// Skew is the largest step of any owner's wall clock in the seed: an
 	// owner judges "due" on its own clock, so when a tick came due (for
 	// forbid, or against a suspension's edges) is known only within it.
@@ -75,7 +78,7 @@ type History struct {
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
-		Skew: w.maxSkew}
+		Skew: w.maxSkew, Replaced: w.m.replaced}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
 	}
@@ -245,7 +248,7 @@ func noLostTick(h *History) []Violation {
 		final := h.Final[name]
 	ticks:
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
-			if _, ok := ran[t]; ok || t.After(final.LastClaimed) ||
+			if _, ok := ran[t]; ok || h.Replaced[name][t] || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
@@ -253,6 +256,11 @@ func noLostTick(h *History) []Violation {
 				if !t.After(s[1].Add(h.Skew)) {
 					continue ticks // before or in a suspension, not run before it
 				}
+			}
+			if base.Concurrency == config.ConcurrencyReplace && slices.ContainsFunc(runs, func(r Run) bool {
+				return r.Tick.After(t) && !r.Start.Before(t) && r.Start.Before(t.Add(10*time.Second))
+			}) {
+				continue // superseded: a later tick replaced it (its run may have been cut before it reached us)
 			}
 			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(spans(runs), func(r Run) bool {
 				return !r.Start.After(t.Add(h.Skew)) && !r.End.Before(t.Add(-h.Skew))

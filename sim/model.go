@@ -54,7 +54,11 @@ type model struct {
 	markers map[int]scheduler.Released // ticks/<s>/_released
 	recs    map[recKey]scheduler.Stored
 	hist    map[recKey][]scheduler.Entry
-	trigs   map[trigKey]trigReq
+	// replaced holds, by job, the ticks an owner recorded (in history that
+	// landed) as replaced by a newer tick before they started: decided by
+	// the replace policy, not lost.
+	replaced map[string]map[time.Time]bool
+	trigs    map[trigKey]trigReq
 	// consumed says how each consumed trigger request went: "claim" (its
 	// manual tick is in flight in the record the write put) or "skip".
 	consumed map[string]string
@@ -66,7 +70,7 @@ type model struct {
 
 func newModel(ttl time.Duration, note func(node string, shard int, job, what string)) *model {
 	return &model{shards: map[int]shardKey{}, markers: map[int]scheduler.Released{},
-		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, trigs: map[trigKey]trigReq{},
+		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, trigs: map[trigKey]trigReq{},
 		consumed: map[string]string{}, leases: map[int64]*mLease{}, ttl: ttl, note: note}
 }
 
@@ -341,6 +345,14 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 		}
 		landed = true
 		k := recKey{w.Shard, w.Job}
+		for _, e := range w.Entries {
+			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") {
+				if m.replaced[w.Job] == nil {
+					m.replaced[w.Job] = map[time.Time]bool{}
+				}
+				m.replaced[w.Job][e.Tick] = true
+			}
+		}
 		h := append(m.hist[k], w.Entries...)
 		if n := len(h) - keep; n > 0 {
 			h = h[n:]
