@@ -267,7 +267,14 @@ func (s *Scheduler) installJobs(now time.Time) {
 				// tick) is no longer in etcd. Added again, it starts afresh,
 				// as a new job would; the old view's timers find it removed.
 				voided++
+				started := rec.startedHi
 				rec = s.newRec(sh, e, Stored{}, false)
+				if started != 0 {
+					// A tick this owner started before the removal (early,
+					// on a clock ahead of the true one) is not run again.
+					rec.committed.LastClaimed = time.Unix(0, started).UTC()
+					rec.hi, rec.startedHi = rec.committed.LastClaimed, started
+				}
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec == nil:

@@ -334,17 +334,23 @@ func (rec *jobRec) suspendedFor(o op) bool {
 }
 
 // dropLanded records a landed due claim as skipped, never started: its
-// job was suspended while the claim was on the way. A manual one keeps its
-// trigger id in history, so its requester learns why.
+// job was suspended while the claim was on the way.
 func (s *Scheduler) dropLanded(rec *jobRec, o op) {
 	s.dropClaims(rec, []op{o})
-	rec.ahead.drop(o.tick)
-	rec.queue(op{kind: opDrop, tick: o.tick})
+	s.dropClaimed(rec, o.tick, o.man, "job suspended")
+}
+
+// dropClaimed records the claimed tick as skipped for why, out of flight
+// for good. A manual one keeps its trigger id in history, so its requester
+// learns why.
+func (s *Scheduler) dropClaimed(rec *jobRec, tick time.Time, man *manual, why string) {
+	rec.ahead.drop(tick)
+	rec.queue(op{kind: opDrop, tick: tick})
 	s.markDirty(rec, false)
-	e := Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: "job suspended"}
-	if o.man != nil {
-		o.man.done = true
-		e.Trigger, e.TriggeredBy = o.man.id, o.man.by
+	e := Entry{Tick: tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: why}
+	if man != nil {
+		man.done = true
+		e.Trigger, e.TriggeredBy = man.id, man.by
 	}
 	s.recordSkip(rec, e)
 }

@@ -87,6 +87,9 @@ type jobRec struct {
 	manual map[int64]*manual
 	// seq arms claim timers; bumped to void them. 32 bits: a timer would
 	// have to outlive 2^32 re-arms of its job to be taken for a live one.
+	// startedHi is the latest scheduled tick this owner started (Unix
+	// nanoseconds): a job removed and added again does not run it twice.
+	startedHi int64
 	seq       uint32
 	active    int32 // due claims pending plus runs going
 	waiting   int32 // ordinary ticks waiting (bounded by maxWaitingPerJob)

@@ -48,6 +48,9 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel,
 		man: rec.manualAt(tick)}
 	rec.runs = append(rec.runs, r)
+	if r.man == nil {
+		rec.startedHi = max(rec.startedHi, tick.UnixNano())
+	}
 	rec.sh.runs++
 	if rerun {
 		s.m.reruns.Inc()
@@ -232,10 +235,7 @@ func (s *Scheduler) runEnded(d runDone) {
 		status = StatusFailed
 	}
 	if d.dropped && sh.state != stopped && !rec.parked {
-		if r.man != nil {
-			r.man.done = true
-		}
-		s.skipTick(&waitTick{rec: rec, tick: r.tick, reclaim: true}, d.res.Detail)
+		s.dropClaimed(rec, r.tick, r.man, d.res.Detail)
 		s.unpark(rec)
 		s.checkIdle(sh)
 		return
@@ -255,10 +255,7 @@ func (s *Scheduler) runEnded(d runDone) {
 		// Ended by policy (replaced, removed) before it began: it never
 		// ran, and no later owner should run it either.
 		if sh.state != stopped && !rec.parked && !rec.removed {
-			if r.man != nil {
-				r.man.done = true
-			}
-			s.skipTick(&waitTick{rec: rec, tick: r.tick, reclaim: true}, "replaced by a newer tick before it started")
+			s.dropClaimed(rec, r.tick, r.man, "replaced by a newer tick before it started")
 		}
 		s.unpark(rec)
 		s.checkIdle(sh)

@@ -69,6 +69,8 @@ type History struct {
 	// Replaced holds, by job, the ticks recorded as replaced by a newer tick
 	// before they started (the replace policy decided them).
 	Replaced map[string]map[time.Time]bool
+	// SkippedTriggers: trigger ids recorded as skipped after their claim.
+	SkippedTriggers map[string]bool
 	// Skew is the largest step of any owner's wall clock in the seed: an
 	// owner judges "due" on its own clock, so when a tick came due (for
 	// forbid, or against a suspension's edges) is known only within it.
@@ -78,7 +80,7 @@ type History struct {
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
-		Skew: w.maxSkew, Replaced: w.m.replaced}
+		Skew: w.maxSkew, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
 	}
@@ -435,6 +437,10 @@ func manualOnce(h *History) []Violation {
 			}
 		}
 		ss := lives[ti.job]
+		// Under replace a newer tick may supersede a manual run before it
+		// starts (recorded in history, which an owner lost just after may
+		// not have written yet).
+		replaced := slices.ContainsFunc(ss, func(s stretch) bool { return s.job.Concurrency == config.ConcurrencyReplace })
 		// A suspension or removal after the request may legitimately drop it.
 		touched := removedAfter(ss, ti.at) || slices.ContainsFunc(ss, func(s stretch) bool {
 			return s.job.Suspend && (s.to.IsZero() || s.to.After(ti.at))
@@ -444,7 +450,7 @@ func manualOnce(h *History) []Violation {
 			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s ran %d times unmarked: %v", id, len(unmarked), unmarked)))
 		case h.Consumed[id] == "skip" && len(runs[id]) > 0:
 			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s recorded as skipped but ran: %v", id, runs[id])))
-		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched &&
+		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched && !h.SkippedTriggers[id] && !replaced &&
 			!slices.ContainsFunc(h.Final[ti.job].InFlight, func(f scheduler.Flight) bool { return f.Trigger == id }):
 			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s claimed but never ran", id)))
 		case h.Pending[id] && !touched && h.Final[ti.job].LastClaimed.After(ti.at) && !h.manualBusy(ti.job, ti.at):

@@ -58,7 +58,11 @@ type model struct {
 	// landed) as replaced by a newer tick before they started: decided by
 	// the replace policy, not lost.
 	replaced map[string]map[time.Time]bool
-	trigs    map[trigKey]trigReq
+	// skippedTriggers holds the trigger ids an owner recorded (in history
+	// that landed) as skipped after their claim: replaced before they
+	// started, or their job suspended while the claim was on the way.
+	skippedTriggers map[string]bool
+	trigs           map[trigKey]trigReq
 	// consumed says how each consumed trigger request went: "claim" (its
 	// manual tick is in flight in the record the write put) or "skip".
 	consumed map[string]string
@@ -70,7 +74,7 @@ type model struct {
 
 func newModel(ttl time.Duration, note func(node string, shard int, job, what string)) *model {
 	return &model{shards: map[int]shardKey{}, markers: map[int]scheduler.Released{},
-		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, trigs: map[trigKey]trigReq{},
+		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, skippedTriggers: map[string]bool{}, trigs: map[trigKey]trigReq{},
 		consumed: map[string]string{}, leases: map[int64]*mLease{}, ttl: ttl, note: note}
 }
 
@@ -346,6 +350,9 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 		landed = true
 		k := recKey{w.Shard, w.Job}
 		for _, e := range w.Entries {
+			if e.Status == scheduler.StatusSkipped && e.Trigger != "" {
+				m.skippedTriggers[e.Trigger] = true
+			}
 			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") {
 				if m.replaced[w.Job] == nil {
 					m.replaced[w.Job] = map[time.Time]bool{}
