@@ -26,6 +26,9 @@ var binPath string
 // buildFlags are extra `go build` flags for the binary under test.
 var buildFlags []string
 
+// raceBuild is set when the binary under test is built with -race.
+var raceBuild bool
+
 func buildBinary() (path string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "shardcron-bin-")
 	if err != nil {
