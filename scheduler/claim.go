@@ -58,6 +58,15 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 	if !e.Tick.After(rec.hi) {
 		return
 	}
+	if !rec.decidedBefore(e.Tick) {
+		// Earlier ticks are still undecided: the skip is counted and kept
+		// in history, but the last claimed tick stays before them (a later
+		// owner may run this tick rather than lose theirs).
+		rec.queue(op{kind: opSkip, count: e.Count})
+		s.markDirty(rec, false)
+		s.recordSkip(rec, e)
+		return
+	}
 	rec.queue(op{kind: opSkip, tick: e.Tick, count: e.Count})
 	rec.hi = e.Tick
 	s.markDirty(rec, false)

@@ -32,9 +32,6 @@ type waitTick struct {
 	// behind: it waited behind its job's catch-up. The tick after it is
 	// held, not skipped, while it runs.
 	behind bool
-	// forbidden: at its instant a run of its job was going (forbid); it is
-	// skipped once its turn comes (claims go in order, open.go).
-	forbidden bool
 	// man is set on a manual tick (trigger.go).
 	man *manual
 }
@@ -165,8 +162,15 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	if w.unclaimed() && !rec.decidedBefore(w.tick) {
 		// Claims go in order (open.go). Forbid is judged at the tick's
-		// instant all the same: what was running then decides.
-		w.forbidden = w.forbidden || s.forbids(w)
+		// instant all the same: what runs then decides whether it is
+		// skipped now (a skip that leaves the last claimed tick where it
+		// is: skip) or waits behind the catch-up, and lets the tick after
+		// it wait too.
+		if s.forbids(w) {
+			s.skipTick(w, "concurrency forbid: previous run still active")
+			return decided
+		}
+		w.behind = w.behind || (rec.active > 0 && rec.catchingUp())
 		return held
 	}
 	if sd := job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
@@ -187,7 +191,7 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 			// is not back yet is no run: the tick waits behind it (late,
 			// not lost); caught-up and taken-over ticks wait behind a run,
 			// never skipped, and ordinary ones behind a catch-up.
-			if w.forbidden || s.forbids(w) {
+			if s.forbids(w) {
 				s.skipTick(w, "concurrency forbid: previous run still active")
 				return decided
 			}
