@@ -89,7 +89,7 @@ etcd. Every error names the file, line and field; the exit status is non-zero
 when there is any. With -o json or -o yaml it also lists each job's schedule
 (H terms resolved for the job's name) and its next --next fire times after
 --from.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
