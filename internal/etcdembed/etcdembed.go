@@ -25,11 +25,11 @@ import (
 // Defaults of Config. The retention keeps minutes of history, which is what
 // watches need (a watcher that falls further behind re-lists), and bounds
 // the history by rate × retention at every rate shardcron fires: at 10,000
-// fires/s and about 450 bytes of database per fire, 5 minutes (compacted
-// every 30 s, so at most 5.5 minutes held) is about 1.5 GB, under the 2 GiB
-// quota. docs/operating.md has the formula.
+// fires/s and about 450 bytes of database per fire, 3 minutes (compacted
+// every 18 s, so at most 3.3 minutes held) is about 0.9 GB, under half the
+// 2 GiB quota. docs/operating.md ("Sizing etcd") has the formula.
 const (
-	DefaultCompactionRetention = 5 * time.Minute
+	DefaultCompactionRetention = 3 * time.Minute
 	DefaultQuotaBytes          = 2 << 30
 	MaxQuotaBytes              = 8 << 30 // etcd's own suggested maximum
 	DefaultDefragEvery         = time.Hour
@@ -45,7 +45,7 @@ type Config struct {
 	// free port taken from the kernel.
 	ClientAddr string
 	// CompactionRetention keeps this much revision history (periodic
-	// compaction, checked every tenth of it). Default 5m.
+	// compaction, checked every tenth of it). Default 3m.
 	CompactionRetention time.Duration
 	// QuotaBytes is the backend's space quota: beyond it etcd raises NOSPACE
 	// and refuses writes. Default 2 GiB, at most 8 GiB.

@@ -87,7 +87,7 @@ func TestStartDefaults(t *testing.T) {
 	}
 	defer s.Close()
 	cfg := s.etcd.Config()
-	if cfg.AutoCompactionMode != "periodic" || cfg.AutoCompactionRetention != "5m0s" || cfg.QuotaBackendBytes != 2<<30 || s.QuotaBytes() != 2<<30 {
+	if cfg.AutoCompactionMode != "periodic" || cfg.AutoCompactionRetention != "3m0s" || cfg.QuotaBackendBytes != 2<<30 || s.QuotaBytes() != 2<<30 {
 		t.Fatalf("compaction %s/%s, quota %d (%d)", cfg.AutoCompactionMode, cfg.AutoCompactionRetention, cfg.QuotaBackendBytes, s.QuotaBytes())
 	}
 }
