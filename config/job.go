@@ -40,7 +40,9 @@ type Job struct {
 	Name string `yaml:"name" json:"name"`
 	// Schedule is a cron spec: 6 fields (seconds first), 5 fields, or a
 	// descriptor (@yearly, @monthly, @weekly, @daily, @hourly, @every 10s).
-	// See package schedule for the DST rules and what is rejected.
+	// A field may use H, H(a-b), H/n or H(a-b)/n: a stable value hashed
+	// from the job's name ("H H * * * *" spreads jobs over the hour). See
+	// package cronspec for the DST rules and what is rejected.
 	Schedule string `yaml:"schedule" json:"schedule"`
 	// Timezone is the IANA zone the schedule's fields are read in; default
 	// UTC.

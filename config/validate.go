@@ -101,7 +101,7 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 	}
 	if strings.TrimSpace(j.Schedule) == "" {
 		bad("schedule", "is required")
-	} else if _, err := cronspec.Parse(j.Schedule, tz); err != nil {
+	} else if _, err := cronspec.ParseJob(j.Schedule, tz, j.Name); err != nil {
 		report("schedule", strings.TrimPrefix(err.Error(), "cronspec: "), err)
 	}
 

@@ -19,6 +19,15 @@
 //   - "@every d" fires at every multiple of d since the Unix epoch
 //     (1970-01-01T00:00:00Z), so every replica agrees on the phase without
 //     coordinating; it ignores the time zone.
+//   - H in a field (ParseJob; Parse refuses it) is a stable per-job value
+//     hashed from the job's name, as in Jenkins: H picks one value of the
+//     field (the day of month from 1-28), H(a-b) one value in a..b, H/n
+//     steps of n from an offset below n, H(a-b)/n the same within a..b.
+//     The value is xxhash64(name, 0, field name) mod the choices
+//     (HashOffset), so every replica, restart and release agrees. H
+//     resolves before the fixed-time test: "H H * * *" is fixed-time,
+//     "H/15 * * * *" an interval job. "H H * * * *" spreads jobs over the
+//     hour's 3,600 seconds.
 //
 // robfig's own Next differs (checked against v3.0.1): it skips a fixed time
 // in a skipped hour altogether ("30 2 * * *" in New York does not run on

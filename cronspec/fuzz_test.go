@@ -1,6 +1,7 @@
 package cronspec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,18 +9,20 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// FuzzParse: Parse never panics, and a schedule it accepts yields fire times
+// FuzzParse: Parse (through ParseJob, so H terms resolve for a job named
+// after the fuzzed start) never panics, and a schedule it accepts yields fire times
 // that strictly increase, fall on whole seconds and never come back zero. In
 // UTC (no DST) the fire times of a cron spec equal robfig's. The seed corpus
 // lives in testdata/fuzz/FuzzParse and runs with every `go test`; explore
 // with `go test -run '^$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 3s ./cronspec`
 // (`make fuzz` runs every fuzz target for a bounded time).
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"*/10 * * * * *", "0 2 * * *", "@every 90s", "TZ=", "0 0 30 2 *", "@hourly"} {
+	for _, s := range []string{"*/10 * * * * *", "0 2 * * *", "@every 90s", "TZ=", "0 0 30 2 *", "@hourly", "H H * * * *", "H(0-29)/7 H/20 H(9-17) * * H"} {
 		f.Add(s, "America/New_York", int64(1772953200))
 	}
 	f.Fuzz(func(t *testing.T, spec, tz string, unix int64) {
-		s, err := Parse(spec, tz)
+		name := fmt.Sprintf("job-%d", unix)
+		s, err := ParseJob(spec, tz, name)
 		if err != nil {
 			if s != nil {
 				t.Fatalf("Parse(%q, %q) returned a schedule and %v", spec, tz, err)
@@ -33,7 +36,9 @@ func FuzzParse(f *testing.F) {
 		var ref cron.Schedule
 		if tz == "" || tz == "UTC" {
 			if !strings.HasPrefix(strings.TrimSpace(spec), "@every") {
-				ref, _ = parser.Parse(strings.TrimSpace(spec))
+				if expanded, err := Expand(spec, name); err == nil {
+					ref, _ = parser.Parse(expanded)
+				}
 			}
 		}
 		for range 20 {

@@ -74,6 +74,9 @@ func parse(spec string, loc *time.Location) (Schedule, error) {
 			return nil, fmt.Errorf("%w %q: unknown descriptor (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)", ErrSpec, spec)
 		}
 	}
+	if Hashed(spec) {
+		return nil, fmt.Errorf("%w %q: H needs the job's name", ErrSpec, spec)
+	}
 	c, err := parser.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrSpec, spec, err)

@@ -73,7 +73,7 @@ func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobIn
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
 		infos[i] = scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(j.Name, shards), Suspended: j.Suspend}
-		if sch, err := cronspec.Parse(j.Schedule, j.Timezone); err == nil && !j.Suspend {
+		if sch, err := cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err == nil && !j.Suspend {
 			infos[i].Next = sch.Next(now)
 		}
 		specs[j.Name] = j

@@ -302,6 +302,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		s.writeFailed(pw, err, now)
 		s.checkIdle(sh)
 	}
+	s.claimLog.batch(s.log, len(d.batch), now)
 }
 
 // claimLanded starts the run of a due claim, or marks a claim ahead as
@@ -390,7 +391,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 			pw.sent = false
 			s.retrying[rec] = struct{}{}
 			s.pushTimer(timerEntry{at: pw.retryAt, kind: timerRetry, rec: rec})
-			s.log.Warn("record write outcome unknown; retrying", append(rec.logArgs(), "err", err, "retry_in", rec.backoff)...)
+			s.claimLog.fail(rec.logArgs(), err, "retry_in", rec.backoff)
 			return
 		}
 		rec.writing = nil

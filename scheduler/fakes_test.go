@@ -43,6 +43,8 @@ type fakeStore struct {
 	// delay, when set, is spent before a Commit of writes (outside the
 	// lock): a slow round trip for chosen writes.
 	delay func(writes []Write) time.Duration
+	// histInject, when set, fails a history write with the error it returns.
+	histInject func(w HistoryWrite) error
 }
 
 func newFakeStore(t testing.TB) *fakeStore {
@@ -181,6 +183,11 @@ func (f *fakeStore) AppendHistory(_ context.Context, keep int, ws []HistoryWrite
 	defer f.mu.Unlock()
 	errs := make([]error, len(ws))
 	for i, w := range ws {
+		if f.histInject != nil {
+			if errs[i] = f.histInject(w); errs[i] != nil {
+				continue
+			}
+		}
 		if f.fence[w.Shard] != w.Token {
 			errs[i] = fmt.Errorf("shard %d: %w", w.Shard, ErrShardLost)
 			continue

@@ -88,7 +88,7 @@ func (s *Scheduler) historyWritten(d historyDone) {
 	for i, rec := range d.recs {
 		rec.sh.histWrites--
 		if i < len(d.errs) && d.errs[i] != nil {
-			s.log.Warn("run history not written", append(rec.logArgs(), "err", d.errs[i])...)
+			s.histLog.fail(rec.logArgs(), d.errs[i])
 			if rec.sh.state == firing {
 				rec.hist = append(d.ws[i].Entries, rec.hist...)
 				s.histPending(rec)
@@ -96,4 +96,5 @@ func (s *Scheduler) historyWritten(d historyDone) {
 		}
 		s.checkIdle(rec.sh)
 	}
+	s.histLog.batch(s.log, len(d.recs), time.Now())
 }

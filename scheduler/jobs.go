@@ -44,7 +44,15 @@ type table struct {
 	byShard [][]*jobEntry // index: shard
 }
 
-type schedKey struct{ spec, tz string }
+// schedKey names a shared Schedule; a spec with H is its job's own.
+type schedKey struct{ spec, tz, name string }
+
+func keyOf(j *config.Job) schedKey {
+	if cronspec.Hashed(j.Schedule) {
+		return schedKey{j.Schedule, j.Timezone, j.Name}
+	}
+	return schedKey{j.Schedule, j.Timezone, ""}
+}
 
 // buildTable parses set into a table, reusing prev's entries for unchanged
 // jobs and sharing one Schedule between jobs of the same spec and zone, so a
@@ -68,15 +76,15 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 		if prev != nil {
 			if old := prev.byName[j.Name]; old != nil && reflect.DeepEqual(old.job, *j) {
 				e = old
-				scheds[schedKey{j.Schedule, j.Timezone}] = old.sched
+				scheds[keyOf(j)] = old.sched
 			}
 		}
 		if e == nil {
-			k := schedKey{j.Schedule, j.Timezone}
+			k := keyOf(j)
 			sc, ok := scheds[k]
 			if !ok {
 				var err error
-				if sc, err = cronspec.Parse(j.Schedule, j.Timezone); err != nil {
+				if sc, err = cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err != nil {
 					log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
 					continue
 				}

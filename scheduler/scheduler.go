@@ -63,6 +63,8 @@ type Scheduler struct {
 	slowCommit time.Duration
 	slowAt     time.Time            // when slowCommit was last updated
 	histDirty  map[*jobRec]struct{} // records with history to hand on
+	claimLog   failLog              // record writes whose outcome is unknown, by batch
+	histLog    failLog              // history writes that failed, by flush
 	histAt     time.Time            // the next history flush; zero if none
 	// batchLimit caps the writes per Commit call (0: commitWrites).
 	// Benchmarks set 1 to measure claims without batching.
@@ -100,6 +102,8 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
 		histDirty:   make(map[*jobRec]struct{}),
+		claimLog:    failLog{msg: "record write outcome unknown; retrying"},
+		histLog:     failLog{msg: "run history not written"},
 	}
 	s.workers = newWorkers(&s.wg, s.quit)
 	if l, ok := store.(Loader); ok {

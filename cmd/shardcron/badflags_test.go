@@ -38,6 +38,8 @@ var badValues = map[string][]string{
 	"etcd-key":                 {"/nonexistent/key.pem"},
 	"etcd-password":            {"pw-without-user"},
 	"etcd-password-file":       {"/nonexistent/pw"},
+	"from":                     {"tomorrow"},
+	"next":                     {"-1", "101"},
 	"etcd-username":            {"user-without-pw"},
 	"exec-allow":               {"relative/dir/"},
 	"exec-env-allow":           {"PATH", "BAD-NAME"},

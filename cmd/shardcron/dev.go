@@ -18,6 +18,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/etcdstatus"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/replica"
@@ -127,6 +128,7 @@ func runDev(ctx context.Context, o devOptions) error {
 		node := cfg.Node
 		cfg.Lease, cfg.Jobs, cfg.Env, cfg.Logger = lc, jobs, sinkEnv(sinkURL), log
 		cfg.Registry = newRegistry(etcdMetrics)
+		cfg.Registry.MustRegister(etcdstatus.NewCollector(cli))
 		cfg.Listening = func(a string) {
 			outMu.Lock()
 			fmt.Fprintf(os.Stdout, "%s: http://%s/\n", node, a)

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/jobstore"
 )
 
@@ -38,18 +40,56 @@ var jobsOptions = config.JobsOptions{HasFunc: func(string) bool { return false }
 
 // validateResult is what `validate -o json|yaml` prints.
 type validateResult struct {
-	File  string `json:"file"`
-	Jobs  int    `json:"jobs"`
-	Valid bool   `json:"valid"`
+	File      string        `json:"file"`
+	Jobs      int           `json:"jobs"`
+	Valid     bool          `json:"valid"`
+	Schedules []jobSchedule `json:"schedules,omitempty"`
+}
+
+// jobSchedule is one job's schedule as the scheduler reads it: the spec
+// with its H terms resolved for the job's name, and the next fire times.
+type jobSchedule struct {
+	Name      string      `json:"name"`
+	Schedule  string      `json:"schedule"`
+	Resolved  string      `json:"resolved,omitempty"` // set when the spec uses H
+	Timezone  string      `json:"timezone,omitempty"`
+	Suspended bool        `json:"suspended,omitempty"` // fires nothing: no next
+	Next      []time.Time `json:"next,omitempty"`
+}
+
+// schedulesOf lists every job's next n fire times after from. The jobs
+// were validated, so their specs parse.
+func schedulesOf(jobs []config.Job, from time.Time, n int) []jobSchedule {
+	out := make([]jobSchedule, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		js := jobSchedule{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Suspended: j.Suspend}
+		if cronspec.Hashed(j.Schedule) {
+			js.Resolved, _ = cronspec.Expand(j.Schedule, j.Name)
+		}
+		if sch, err := cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err == nil && !j.Suspend {
+			js.Next = cronspec.NextN(sch, from, n)
+		}
+		out[i] = js
+	}
+	return out
 }
 
 func newValidateCmd() *cobra.Command {
-	var file string
+	var (
+		file string
+		next int
+		from string
+	)
 	c := &cobra.Command{
 		Use:   "validate -f FILE",
 		Short: "Check a jobs file offline",
-		Long:  "Validate parses and checks a jobs file (- for standard input) without contacting etcd. Every error names the file, line and field; the exit status is non-zero when there is any.",
-		Args:  cobra.NoArgs,
+		Long: `Validate parses and checks a jobs file (- for standard input) without contacting
+etcd. Every error names the file, line and field; the exit status is non-zero
+when there is any. With -o json or -o yaml it also lists each job's schedule
+(H terms resolved for the job's name) and its next --next fire times after
+--from.`,
+		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -60,16 +100,36 @@ func newValidateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		at := time.Now()
+		if from != "" {
+			if at, err = time.Parse(time.RFC3339, from); err != nil {
+				return usageError{fmt.Errorf("--from %q: want an RFC 3339 time such as 2026-01-01T00:00:00Z", from)}
+			}
+		}
+		if next < 0 || next > maxValidateNext {
+			return usageError{fmt.Errorf("--next %d: want 0 to %d", next, maxValidateNext)}
+		}
 		res := validateResult{File: displayName(file), Jobs: len(jobs), Valid: true}
+		if o.format != formatTable && next > 0 {
+			res.Schedules = schedulesOf(jobs, at, next)
+		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s: %d jobs, valid\n", res.File, res.Jobs)
 			return err
 		})
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "jobs file (required; - for standard input)")
+	c.Flags().IntVar(&next, "next", defaultValidateNext, "with -o json|yaml: fire times listed per job (0: no schedules list)")
+	c.Flags().StringVar(&from, "from", "", "with -o json|yaml: list fire times after this RFC 3339 time (default now)")
 	_ = c.MarkFlagRequired("file")
 	return c
 }
+
+// defaultValidateNext and maxValidateNext bound validate's --next.
+const (
+	defaultValidateNext = 3
+	maxValidateNext     = 100
+)
 
 func displayName(path string) string {
 	if path == "-" {

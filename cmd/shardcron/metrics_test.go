@@ -165,6 +165,13 @@ func TestMetricsFollowTheCluster(t *testing.T) {
 	if _, n := s1.sum("grpc_client_handled_total", `grpc_service="etcdserverpb.KV"`); n == 0 {
 		t.Errorf("no etcd client gRPC metrics")
 	}
+	// The etcd database's headroom: size and quota as the server reports them.
+	if size, n := s1.sum("shardcron_etcd_db_size_bytes"); n == 0 || size <= 0 {
+		t.Errorf("no etcd database size (%v over %d series)", size, n)
+	}
+	if q, n := s1.sum("shardcron_etcd_db_quota_bytes"); n == 0 || q <= 0 {
+		t.Errorf("no etcd quota (%v over %d series)", q, n)
+	}
 	if s1.get("shardcron_scheduler_run_slots") != 64 || s1.get("shardcron_lease_remaining_seconds") <= 0 {
 		t.Errorf("run slots %v, lease remaining %v", s1.get("shardcron_scheduler_run_slots"), s1.get("shardcron_lease_remaining_seconds"))
 	}

@@ -296,7 +296,7 @@ func TestStdinFormatsAndFuncJobs(t *testing.T) {
 	if out, _, code = runCLIStdin(t, good, "validate", "-f", "-", "-o", "json"); code != 0 || json.Unmarshal([]byte(out), &v) != nil || !v.Valid || v.Jobs != 1 || v.File != "<stdin>" {
 		t.Errorf("validate -o json: exit %d, %s", code, out)
 	}
-	if out, _, code = runCLIStdin(t, good, "validate", "-f", "-", "-o", "yaml"); code != 0 || out != "file: <stdin>\njobs: 1\nvalid: true\n" {
+	if out, _, code = runCLIStdin(t, good, "validate", "-f", "-", "-o", "yaml", "--next", "0"); code != 0 || out != "file: <stdin>\njobs: 1\nvalid: true\n" {
 		t.Errorf("validate -o yaml: exit %d, %q", code, out)
 	}
 	if _, stderr, code = runCLIStdin(t, "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, misfre: skip}\n", "validate", "-f", "-"); code == 0 || !strings.Contains(stderr, "<stdin>:2") || !strings.Contains(stderr, "misfre") {

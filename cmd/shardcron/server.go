@@ -18,6 +18,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/etcdstatus"
 	"github.com/shardcron/shardcron/internal/gcpace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/replica"
@@ -99,6 +100,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
 	reg := newRegistry(etcdMetrics)
+	reg.MustRegister(etcdstatus.NewCollector(cli)) // the database's headroom before NOSPACE
 	var egress runner.EgressPolicy
 	egress.Deny, egress.Allow = node.EgressPrefixes()
 	rcfg := replica.Config{

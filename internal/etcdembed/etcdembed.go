@@ -22,6 +22,19 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
+// Defaults of Config. The retention keeps minutes of history, which is what
+// watches need (a watcher that falls further behind re-lists), and bounds
+// the history by rate × retention at every rate shardcron fires: at 10,000
+// fires/s and about 450 bytes of database per fire, 3 minutes (compacted
+// every 18 s, so at most 3.3 minutes held) is about 0.9 GB, under half the
+// 2 GiB quota. docs/operating.md ("Sizing etcd") has the formula.
+const (
+	DefaultCompactionRetention = 3 * time.Minute
+	DefaultQuotaBytes          = 2 << 30
+	MaxQuotaBytes              = 8 << 30 // etcd's own suggested maximum
+	DefaultDefragEvery         = time.Hour
+)
+
 // Config of an embedded etcd. Zero fields take the documented defaults.
 type Config struct {
 	// Dir holds the data. Required.
@@ -31,12 +44,14 @@ type Config struct {
 	// ClientAddr is the loopback host:port clients connect to. Default: a
 	// free port taken from the kernel.
 	ClientAddr string
-	// CompactionRetention keeps this much revision history. Default 1h.
+	// CompactionRetention keeps this much revision history (periodic
+	// compaction, checked every tenth of it). Default 3m.
 	CompactionRetention time.Duration
-	// QuotaBytes is the backend's space quota. Default 2 GiB.
+	// QuotaBytes is the backend's space quota: beyond it etcd raises NOSPACE
+	// and refuses writes. Default 2 GiB, at most 8 GiB.
 	QuotaBytes int64
-	// DefragEvery defragments the backend this often. Default 1h; negative
-	// disables it.
+	// DefragEvery defragments the backend this often, returning the pages
+	// compaction freed to the file system. Default 1h; negative disables it.
 	DefragEvery time.Duration
 	// LogLevel of etcd's own logger. Default "error": the embedded server is
 	// quiet unless asked.
@@ -45,10 +60,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ErrConfig: a Config field is missing or out of range.
+var ErrConfig = errors.New("etcdembed: bad config")
+
 // Server is a running embedded etcd.
 type Server struct {
 	etcd     *embed.Etcd
 	endpoint string
+	quota    int64
 	log      *slog.Logger
 	stop     chan struct{} // closed by Close, stops the defragmenter
 	closing  *atomic.Bool  // set by Close: etcd's shutdown noise is dropped
@@ -60,19 +79,23 @@ type Server struct {
 // Start starts the server and waits until it serves clients.
 func Start(cfg Config) (*Server, error) {
 	if cfg.Dir == "" {
-		return nil, errors.New("etcdembed: Dir is required")
+		return nil, fmt.Errorf("%w: Dir is required", ErrConfig)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "shardcron"
 	}
 	if cfg.CompactionRetention == 0 {
-		cfg.CompactionRetention = time.Hour
+		cfg.CompactionRetention = DefaultCompactionRetention
 	}
 	if cfg.QuotaBytes == 0 {
-		cfg.QuotaBytes = 2 << 30
+		cfg.QuotaBytes = DefaultQuotaBytes
 	}
 	if cfg.DefragEvery == 0 {
-		cfg.DefragEvery = time.Hour
+		cfg.DefragEvery = DefaultDefragEvery
+	}
+	if cfg.CompactionRetention < time.Second || cfg.QuotaBytes < 0 || cfg.QuotaBytes > MaxQuotaBytes {
+		return nil, fmt.Errorf("%w: compaction retention %v (want at least 1s), quota %d bytes (want at most %d)",
+			ErrConfig, cfg.CompactionRetention, cfg.QuotaBytes, int64(MaxQuotaBytes))
 	}
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "error"
@@ -141,7 +164,7 @@ func start(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, errors.New("etcdembed: server not ready after 60s")
 	}
-	s := &Server{etcd: e, endpoint: cu.String(), log: cfg.Logger, stop: make(chan struct{}), closing: closing}
+	s := &Server{etcd: e, endpoint: cu.String(), quota: cfg.QuotaBytes, log: cfg.Logger, stop: make(chan struct{}), closing: closing}
 	if cfg.DefragEvery > 0 {
 		s.wg.Add(1)
 		go s.defragLoop(cfg.DefragEvery)
@@ -151,6 +174,9 @@ func start(cfg Config) (*Server, error) {
 
 // Endpoint is the client URL, e.g. http://127.0.0.1:2379.
 func (s *Server) Endpoint() string { return s.endpoint }
+
+// QuotaBytes is the server's space quota.
+func (s *Server) QuotaBytes() int64 { return s.quota }
 
 // Err delivers a fatal server error.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }

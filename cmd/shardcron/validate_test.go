@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcron/shardcron/cronspec"
+)
+
+// TestValidateSchedules: validate -o json lists each job's schedule with its
+// H terms resolved for its name and its next fire times after --from; a
+// suspended job lists none; the table output stays one line; bad --next
+// and --from are usage errors.
+func TestValidateSchedules(t *testing.T) {
+	file := "jobs:\n" +
+		"  - {name: spread-a, schedule: \"H H * * * *\", exec: {command: [\"true\"]}}\n" +
+		"  - {name: spread-b, schedule: \"H H * * * *\", timezone: Europe/Berlin, exec: {command: [\"true\"]}}\n" +
+		"  - {name: steps, schedule: \"H/15 * * * *\", exec: {command: [\"true\"]}}\n" +
+		"  - {name: paused, schedule: \"0 3 * * *\", suspend: true, exec: {command: [\"true\"]}}\n"
+	from := "2026-03-08T00:00:00Z"
+	out, stderr, code := runCLIStdin(t, file, "validate", "-f", "-", "-o", "json", "--from", from, "--next", "4")
+	var v validateResult
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Schedules) != 4 {
+		t.Fatalf("validate -o json: exit %d, %s %s", code, out, stderr)
+	}
+	at, _ := time.Parse(time.RFC3339, from)
+	for _, s := range v.Schedules[:3] {
+		want, _ := cronspec.Expand(s.Schedule, s.Name)
+		if s.Resolved != want || strings.Contains(s.Resolved, "H") {
+			t.Errorf("%s: resolved %q, want %q", s.Name, s.Resolved, want)
+		}
+		sch, err := cronspec.ParseJob(s.Schedule, s.Timezone, s.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNext := cronspec.NextN(sch, at, 4)
+		if len(s.Next) != 4 {
+			t.Fatalf("%s: next %v, want 4 times", s.Name, s.Next)
+		}
+		for i := range wantNext {
+			if !s.Next[i].Equal(wantNext[i]) {
+				t.Errorf("%s: next[%d] = %v, want %v", s.Name, i, s.Next[i], wantNext[i])
+			}
+		}
+	}
+	if v.Schedules[0].Resolved == v.Schedules[1].Resolved {
+		t.Errorf("two names resolved H H to the same %q", v.Schedules[0].Resolved)
+	}
+	if p := v.Schedules[3]; !p.Suspended || p.Next != nil || p.Resolved != "" {
+		t.Errorf("suspended job listed as %+v", p)
+	}
+	if out, _, code = runCLIStdin(t, file, "validate", "-f", "-"); code != 0 || out != "<stdin>: 4 jobs, valid\n" {
+		t.Errorf("validate (table): exit %d, %q", code, out)
+	}
+	for _, bad := range [][]string{{"--next", "-1"}, {"--next", "101"}, {"--from", "tomorrow"}} {
+		args := append([]string{"validate", "-f", "-", "-o", "json"}, bad...)
+		if _, stderr, code = runCLIStdin(t, file, args...); code != 2 || !strings.Contains(stderr, bad[0]) {
+			t.Errorf("validate %v: exit %d, %s", bad, code, stderr)
+		}
+	}
+	// A bad H term names the file, line and field.
+	bad := "jobs:\n  - {name: x, schedule: \"H(9-5) * * * *\", exec: {command: [\"true\"]}}\n"
+	if _, stderr, code = runCLIStdin(t, bad, "validate", "-f", "-"); code == 0 || !strings.Contains(stderr, `<stdin>:2: job "x": field "schedule"`) || !strings.Contains(stderr, "minute field") {
+		t.Errorf("bad H: exit %d, %s", code, stderr)
+	}
+}
