@@ -16,6 +16,22 @@ import (
 // successor runs, and whether it marks it a possible re-run. Each was a bug
 // first (docs/design.md, "Delivery semantics").
 
+// owners starts n schedulers over one fake store, each with jobs (and mod),
+// and stops them when the test ends: the owners a shard passes between.
+func owners(t *testing.T, n int, mod func(*Config), jobs ...config.Job) []*harness {
+	h1 := newHarness(t, mod, jobs...)
+	hs := []*harness{h1}
+	for range n - 1 {
+		hs = append(hs, newHarnessWith(t, h1.store, nil, mod, jobs...))
+	}
+	t.Cleanup(func() {
+		for _, h := range hs {
+			h.stop()
+		}
+	})
+	return hs
+}
+
 // rerunOf reports the Rerun mark of the run of tick by h, and whether h ran
 // it at all.
 func rerunOf(h *harness, job string, tick time.Time) (rerun, ran bool) {
@@ -40,10 +56,8 @@ func TestDrainCutRunIsMarkedRerunWhateverStoppedAt(t *testing.T) {
 		b := jobIn(6, "b", "30 * * * * *")
 		a.Since, b.Since = t0, t0
 		oneSlot := func(c *Config) { c.MaxConcurrentRuns = 1 }
-		h1 := newHarness(t, oneSlot, a, b)
-		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, oneSlot, a, b)
-		defer h2.stop()
+		hs := owners(t, 2, oneSlot, a, b)
+		h1, h2 := hs[0], hs[1]
 		h1.runner.behave = work(time.Minute) // a takes the slot at :30; b waits
 		g1, _ := h1.grant(6, 9, nil)
 		h1.s.Acquired(g1)
@@ -84,10 +98,8 @@ func TestCrashLeavesClaimedAheadTickMarked(t *testing.T) {
 		sleepUntil(t0)
 		j := jobIn(3, "ahead", "10 * * * * *")
 		j.Since = t0
-		h1 := newHarness(t, nil, j)
-		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, nil, j)
-		defer h2.stop()
+		hs := owners(t, 2, nil, j)
+		h1, h2 := hs[0], hs[1]
 		g1, lose := h1.grant(3, 9, nil)
 		h1.s.Acquired(g1)
 		tick := t0.Add(10 * time.Second)
@@ -116,12 +128,8 @@ func TestRerunStaysMarkedAcrossHandoffs(t *testing.T) {
 		j := jobIn(4, "marked", "5 * * * * *")
 		j.Since = t0
 		j.Concurrency = config.ConcurrencyForbid
-		h1 := newHarness(t, nil, j)
-		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, nil, j)
-		defer h2.stop()
-		h3 := newHarnessWith(t, h1.store, nil, nil, j)
-		defer h3.stop()
+		hs := owners(t, 3, nil, j)
+		h1, h2, h3 := hs[0], hs[1], hs[2]
 		h1.runner.behave, h2.runner.behave = work(time.Hour), work(time.Hour)
 		g1, lose := h1.grant(4, 9, nil)
 		h1.s.Acquired(g1)
@@ -202,10 +210,8 @@ func TestReclaimedTicksObeyForbid(t *testing.T) {
 		j := jobIn(1, "serial", "* * * * * *")
 		j.Since = t0
 		j.Concurrency = config.ConcurrencyForbid
-		h1 := newHarness(t, nil, j)
-		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, nil, j)
-		defer h2.stop()
+		hs := owners(t, 2, nil, j)
+		h1, h2 := hs[0], hs[1]
 		h1.runner.behave = work(time.Hour)
 		h2.runner.behave = work(2 * time.Second)
 		g1, lose := h1.grant(1, 9, nil)
@@ -295,10 +301,8 @@ func TestCatchUpSurvivesOwnerChange(t *testing.T) {
 				j := jobIn(5, "behind", "* * * * * *")
 				j.Concurrency, j.Misfire = tc.policy, config.MisfireRunAll
 				slots := func(c *Config) { c.MaxConcurrentRuns = tc.slots }
-				h1 := newHarness(t, slots, j)
-				defer h1.stop()
-				h2 := newHarnessWith(t, h1.store, nil, slots, j)
-				defer h2.stop()
+				hs := owners(t, 2, slots, j)
+				h1, h2 := hs[0], hs[1]
 				h1.runner.behave = work(1500 * time.Millisecond)
 				h1.store.put(5, Record{Job: j.Name, Token: 3, LastClaimed: t0.Add(-10 * time.Second)})
 				g1, lose := h1.grant(5, 9, nil)
@@ -477,10 +481,8 @@ func TestManualTicksDistinctAcrossOwners(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0)
 		j := jobIn(2, "burst", "0 0 1 1 *")
-		h1 := newHarness(t, nil, j)
-		defer h1.stop()
-		h2 := newHarnessWith(t, h1.store, nil, nil, j)
-		defer h2.stop()
+		hs := owners(t, 2, nil, j)
+		h1, h2 := hs[0], hs[1]
 		at := time.Now()
 		g1, _ := h1.grant(2, 9, nil)
 		h1.s.Acquired(g1)
