@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// The properties of the delivery semantics, one function each: Check runs
+// them all over a seed's History.
+
+// noLostTick: every tick of a run_all job (allow or replace, or forbid
+// when no run of it was running at the tick) is run, up to the quiet
+// stretch's last seconds, or is still to run at the end: in flight in the
+// final record, or after its last claimed tick (a catch-up that has not
+// caught up is late, not lost). Only jobs never edited nor removed are held
+// to it; a suspension excuses the ticks it covers and those not run before
+// it.
+func noLostTick(h *History) []Violation {
+	var vs []Violation
+	until := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet/2)
+	for name, ss := range h.lives() {
+		base := ss[0].job
+		if base.Misfire != config.MisfireRunAll || base.StartingDeadline != 0 {
+			continue
+		}
+		if slices.ContainsFunc(ss, func(s stretch) bool {
+			return s.job.Schedule != base.Schedule || !s.job.Since.Equal(base.Since)
+		}) || removedAfter(ss, time.Time{}) {
+			continue
+		}
+		sched, err := cronspec.Parse(base.Schedule, base.Timezone)
+		if err != nil {
+			continue
+		}
+		runs := h.runsOf(name)
+		ran := map[time.Time]time.Time{} // tick -> earliest start
+		for _, r := range runs {
+			if s, ok := ran[r.Tick]; !ok || r.Start.Before(s) {
+				ran[r.Tick] = r.Start
+			}
+		}
+		sus := suspensions(ss)
+		final := h.Final[name]
+	ticks:
+		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
+			if _, ok := ran[t]; ok || h.Replaced[name][t] || t.After(final.LastClaimed) ||
+				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
+				continue
+			}
+			for _, s := range sus {
+				if !t.After(s[1].Add(h.Skew)) {
+					continue ticks // before or in a suspension, not run before it
+				}
+			}
+			if base.Concurrency == config.ConcurrencyReplace && slices.ContainsFunc(runs, func(r Run) bool {
+				return r.Tick.After(t) && !r.Start.Before(t) && r.Start.Before(t.Add(10*time.Second))
+			}) {
+				continue // superseded: a later tick replaced it (its run may have been cut before it reached us)
+			}
+			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(spans(runs), func(r Run) bool {
+				return !r.Start.After(t.Add(h.Skew)) && !r.End.Before(t.Add(-h.Skew))
+			}) {
+				continue
+			}
+			v := Violation{Property: "no tick lost", Job: name, Detail: fmt.Sprintf("tick %s (%s, %s) never ran", ts(t), base.Misfire, base.Concurrency)}
+			v.From, v.To = around(t.Add(-5*time.Second), t.Add(5*time.Second))
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// spans merges the attempts of each (tick, token) into one run, from the
+// first attempt's start to the last one's end: retries stay inside their
+// tick's run, backoff included.
+func spans(runs []Run) []Run {
+	type key struct {
+		tick  time.Time
+		token int64
+	}
+	idx := map[key]int{}
+	var out []Run
+	for _, r := range runs {
+		k := key{r.Tick, r.Token}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, r)
+			continue
+		}
+		if r.Start.Before(out[i].Start) {
+			out[i].Start = r.Start
+		}
+		if r.End.After(out[i].End) {
+			out[i].End = r.End
+		}
+	}
+	return out
+}
+
+// noUnmarkedRepeat: a (job, tick) runs again only as a marked re-run (or
+// as a retry attempt of the same token).
+func noUnmarkedRepeat(h *History) []Violation {
+	var vs []Violation
+	type key struct {
+		job  string
+		tick time.Time
+	}
+	first := map[key]Run{}
+	for _, r := range h.Runs {
+		k := key{r.Job, r.Tick}
+		f, seen := first[k]
+		if !seen {
+			first[k] = r
+			continue
+		}
+		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) {
+			continue
+		}
+		v := Violation{Property: "no unmarked repeat", Job: r.Job, Detail: fmt.Sprintf("tick %s ran at %s (%s token %d) and again unmarked at %s (%s token %d)",
+			ts(r.Tick), ts(f.Start), f.Node, f.Token, ts(r.Start), r.Node, r.Token)}
+		v.From, v.To = around(earliest(r.Tick, f.Start), r.Start)
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// noSuspendedRun: no tick that came due while its job was suspended ever
+// runs, no run of a scheduled tick at or before the resume starts after
+// it (a marked re-run of a tick due before the suspension excepted: the
+// scheduler holds a possible re-run of a suspended job until the resume,
+// at least once), and nothing starts while the job is suspended.
+func noSuspendedRun(h *History) []Violation {
+	var vs []Violation
+	lives := h.lives()
+	for _, r := range h.Runs {
+		for _, s := range suspensions(lives[r.Job]) {
+			n := len(vs)
+			switch {
+			case r.Trigger == "" && r.Tick.After(s[0].Add(h.Skew)) && !r.Tick.After(s[1].Add(-h.Skew)):
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
+					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
+			case r.Start.After(s[0]) && r.Start.Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
+					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)))
+			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]) &&
+				!(r.Rerun && !r.Tick.After(s[0])):
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
+					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)))
+			}
+			if len(vs) > n {
+				vs[n].From, vs[n].To = around(earliest(r.Tick, s[0]), r.Start)
+			}
+		}
+	}
+	return vs
+}
+
+// noRunPastDeadline: no run starts at or after its owner's safe deadline.
+func noRunPastDeadline(h *History) []Violation {
+	var vs []Violation
+	for _, r := range h.Runs {
+		if !r.Start.Before(r.Deadline) {
+			v := Violation{Property: "no run past the safe deadline", Job: r.Job, Detail: fmt.Sprintf("tick %s started at %s by %s token %d, deadline %s",
+				ts(r.Tick), ts(r.Start), r.Node, r.Token, ts(r.Deadline))}
+			v.From, v.To = around(r.Start.Add(-15*time.Second), r.Start)
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// forbidNeverOverlaps: two runs of a forbid job never overlap, whoever
+// runs them.
+func forbidNeverOverlaps(h *History) []Violation {
+	var vs []Violation
+	forbid := map[string]bool{}
+	for _, s := range h.Sets {
+		for _, j := range s.set.Jobs {
+			if j.Concurrency == config.ConcurrencyForbid {
+				forbid[j.Name] = true
+			}
+		}
+	}
+	for name := range forbid {
+		runs := spans(h.runsOf(name))
+		for i, a := range runs {
+			for _, b := range runs[i+1:] {
+				if b.Start.Before(a.End) && b.Start.After(a.Start) || (b.Start.Equal(a.Start) && !a.End.Equal(a.Start)) {
+					v := Violation{Property: "forbid never overlaps", Job: name, Detail: fmt.Sprintf("%s overlaps %s", b, a)}
+					v.From, v.To = around(earliest(a.Tick, b.Tick), b.Start)
+					vs = append(vs, v)
+				}
+			}
+		}
+	}
+	return vs
+}
+
+// manualOnce: a trigger request claimed runs once (unmarked), one
+// skipped never runs, and none is left behind: neither claimed and out of
+// the record unrun, nor untaken once its job's ticks went past it (a job
+// whose catch-up has not reached the request's time is late, not lost).
+// manualBusy reports whether job's manual runs requested after at were
+// still being worked through when the seed ended (one was running, or ended
+// in its last 10 s): a request waiting in line behind them (forbid, run
+// slots) is late, not lost.
+func (h *History) manualBusy(job string, at time.Time) bool {
+	end := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet)
+	return slices.ContainsFunc(h.Runs, func(r Run) bool {
+		return r.Job == job && r.Trigger != "" && r.Start.After(at) && (r.Cause != "" || r.End.After(end.Add(-10*time.Second)))
+	})
+}
+
+func manualOnce(h *History) []Violation {
+	var vs []Violation
+	runs := map[string][]Run{}
+	for _, r := range h.Runs {
+		if r.Trigger != "" && (r.Attempt <= 1) {
+			runs[r.Trigger] = append(runs[r.Trigger], r)
+		}
+	}
+	lives := h.lives()
+	for id, ti := range h.Triggers {
+		n := len(vs)
+		var unmarked []Run
+		for _, r := range runs[id] {
+			if !r.Rerun {
+				unmarked = append(unmarked, r)
+			}
+		}
+		ss := lives[ti.job]
+		// Under replace a newer tick may supersede a manual run before it
+		// starts (recorded in history, which an owner lost just after may
+		// not have written yet).
+		replaced := slices.ContainsFunc(ss, func(s stretch) bool { return s.job.Concurrency == config.ConcurrencyReplace })
+		// A suspension or removal after the request may legitimately drop it.
+		touched := removedAfter(ss, ti.at) || slices.ContainsFunc(ss, func(s stretch) bool {
+			return s.job.Suspend && (s.to.IsZero() || s.to.After(ti.at))
+		})
+		switch {
+		case len(unmarked) > 1:
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s ran %d times unmarked: %v", id, len(unmarked), unmarked)))
+		case h.Consumed[id] == "skip" && len(runs[id]) > 0:
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s recorded as skipped but ran: %v", id, runs[id])))
+		case h.Consumed[id] == "claim" && len(runs[id]) == 0 && !touched && !h.SkippedTriggers[id] && !replaced &&
+			!slices.ContainsFunc(h.Final[ti.job].InFlight, func(f scheduler.Flight) bool { return f.Trigger == id }):
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s claimed but never ran", id)))
+		case h.Pending[id] && !touched && h.Final[ti.job].LastClaimed.After(ti.at) && !h.manualBusy(ti.job, ti.at):
+			vs = append(vs, violation("manual run exactly once", ti.job, fmt.Sprintf("trigger %s (requested %s) never taken", id, ts(ti.at))))
+		}
+		if len(vs) > n {
+			vs[n].From = ti.at.Add(-15 * time.Second)
+		}
+	}
+	return vs
+}
