@@ -135,78 +135,20 @@ const (
 	noSlot                       // waits for a run slot
 )
 
-// try decides one due tick: policy, starting deadline, run slot; then it
-// starts the run (claimed ahead) or claims the tick to run.
+// try decides one due tick: whether it may run at all (gone), policy and
+// starting deadline (gates, concurrency), a run slot; then it starts the
+// run (claimed ahead) or claims the tick to run.
 func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
+	if r, done := s.gone(w); done {
+		return r
+	}
+	if r, done := s.gates(w, now); done {
+		return r
+	}
+	if r, done := s.concurrency(w); done {
+		return r
+	}
 	rec := w.rec
-	job := rec.e.job
-	switch {
-	case !rec.firing():
-		if w.man != nil && !w.reclaim {
-			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
-		}
-		return decided // no longer ours to fire: a claim stays in flight for the successor
-	case job.Suspend:
-		// Suspended: nothing runs, a possible re-run included (nothing
-		// tells a tick that came due before the suspension from one that
-		// came due during it); resuming starts from the resume.
-		s.skipTick(w, "job suspended")
-		return decided
-	case w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
-		// Claimed (or handed over) before a suspension this owner did not
-		// see: no tick at or before the resume runs (config.Job.NotBefore).
-		s.skipTick(w, "job suspended")
-		return decided
-	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
-		return decided // decided already
-	}
-	if w.unclaimed() && !rec.decidedBefore(w.tick) {
-		// Claims go in order (open.go). Forbid is judged at the tick's
-		// instant all the same: what runs then decides whether it is
-		// skipped now (a skip that leaves the last claimed tick where it
-		// is: skip) or waits behind the catch-up, and lets the tick after
-		// it wait too.
-		if s.forbids(w) {
-			s.skipTick(w, "concurrency forbid: previous run still active")
-			return decided
-		}
-		w.behind = w.behind || (rec.active > 0 && rec.catchingUp())
-		return held
-	}
-	if sd := job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
-		s.skipTick(w, fmt.Sprintf("starting deadline %v passed", sd))
-		return decided
-	}
-	if w.ahead {
-		if a := rec.ahead.at(w.tick); a != nil && !a.landed {
-			a.due = true // its claim is not back yet: it waits (late, not lost)
-			return decided
-		}
-	}
-	if rec.active > 0 {
-		switch job.Concurrency {
-		case config.ConcurrencyForbid:
-			// Forbid skips an ordinary tick only when an ordinary run that
-			// is still going had started by the tick. A claim whose outcome
-			// is not back yet is no run: the tick waits behind it (late,
-			// not lost); caught-up and taken-over ticks wait behind a run,
-			// never skipped, and ordinary ones behind a catch-up.
-			if s.forbids(w) {
-				s.skipTick(w, "concurrency forbid: previous run still active")
-				return decided
-			}
-			w.behind = w.behind || rec.catchingUp()
-			return held
-		case config.ConcurrencyReplace:
-			if !rec.replacing {
-				rec.replacing = true
-				for _, r := range rec.runs {
-					r.cancel(errReplaced)
-				}
-			}
-			return held
-		}
-	}
 	if s.used >= s.cfg.MaxConcurrentRuns {
 		return noSlot
 	}
@@ -225,6 +167,99 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	s.markDirty(rec, true)
 	return decided
+}
+
+// gone decides a tick that may no longer run here at all: its shard or job
+// stopped firing, its job is suspended (or was, up to its resume), or the
+// tick is decided already.
+func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
+	rec := w.rec
+	job := rec.e.job
+	switch {
+	case !rec.firing():
+		if w.man != nil && !w.reclaim {
+			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
+		}
+		return decided, true // no longer ours to fire: a claim stays in flight for the successor
+	case job.Suspend:
+		// Suspended: nothing runs, a possible re-run included (nothing
+		// tells a tick that came due before the suspension from one that
+		// came due during it); resuming starts from the resume.
+		s.skipTick(w, "job suspended")
+		return decided, true
+	case w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
+		// Claimed (or handed over) before a suspension this owner did not
+		// see: no tick at or before the resume runs (config.Job.NotBefore).
+		s.skipTick(w, "job suspended")
+		return decided, true
+	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
+		return decided, true // decided already
+	}
+	return 0, false
+}
+
+// gates holds a tick whose turn has not come (claims go in order), skips
+// one past its starting deadline, and lets one claimed ahead wait for its
+// claim.
+func (s *Scheduler) gates(w *waitTick, now time.Time) (tryResult, bool) {
+	rec := w.rec
+	if w.unclaimed() && !rec.decidedBefore(w.tick) {
+		// Claims go in order (open.go). Forbid is judged at the tick's
+		// instant all the same: what runs then decides whether it is
+		// skipped now (a skip that leaves the last claimed tick where it
+		// is: skip) or waits behind the catch-up, and lets the tick after
+		// it wait too.
+		if s.forbids(w) {
+			s.skipTick(w, "concurrency forbid: previous run still active")
+			return decided, true
+		}
+		w.behind = w.behind || (rec.active > 0 && rec.catchingUp())
+		return held, true
+	}
+	if sd := rec.e.job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
+		s.skipTick(w, fmt.Sprintf("starting deadline %v passed", sd))
+		return decided, true
+	}
+	if w.ahead {
+		if a := rec.ahead.at(w.tick); a != nil && !a.landed {
+			a.due = true // its claim is not back yet: it waits (late, not lost)
+			return decided, true
+		}
+	}
+	return 0, false
+}
+
+// concurrency applies the job's policy while its runs (or due claims) are
+// going: forbid skips or holds the tick, replace cancels the runs and
+// holds it.
+func (s *Scheduler) concurrency(w *waitTick) (tryResult, bool) {
+	rec := w.rec
+	if rec.active == 0 {
+		return 0, false
+	}
+	switch rec.e.job.Concurrency {
+	case config.ConcurrencyForbid:
+		// Forbid skips an ordinary tick only when an ordinary run that is
+		// still going had started by the tick. A claim whose outcome is
+		// not back yet is no run: the tick waits behind it (late, not
+		// lost); caught-up and taken-over ticks wait behind a run, never
+		// skipped, and ordinary ones behind a catch-up.
+		if s.forbids(w) {
+			s.skipTick(w, "concurrency forbid: previous run still active")
+			return decided, true
+		}
+		w.behind = w.behind || rec.catchingUp()
+		return held, true
+	case config.ConcurrencyReplace:
+		if !rec.replacing {
+			rec.replacing = true
+			for _, r := range rec.runs {
+				r.cancel(errReplaced)
+			}
+		}
+		return held, true
+	}
+	return 0, false
 }
 
 // forbids reports whether forbid skips w now: an ordinary run of its job
