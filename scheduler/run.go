@@ -265,6 +265,14 @@ func (s *Scheduler) runEnded(d runDone) {
 			status = StatusCancelled
 		}
 	}
+	s.recordEnd(d, status, record)
+}
+
+// recordEnd logs an ended run and, when record is set, queues its
+// completion and keeps its outcome for history; otherwise the run stays in
+// flight for the successor.
+func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
+	r, rec, sh := d.r, d.r.rec, d.r.sh
 	dur := d.end.Sub(d.start)
 	args := append(rec.logArgs(), "tick", r.tick, "outcome", status, "duration_ms", dur.Milliseconds(), "rerun", r.rerun)
 	if r.man != nil {

@@ -108,21 +108,8 @@ func (s *Scheduler) loaded(d loadDone) {
 		}
 		switch o.kind {
 		case opClaim:
-			// A due claim still holds its run slot (writeFailed kept it):
-			// started or sent again, it keeps it; otherwise it gives it back.
-			switch {
-			case mine(o.tick) && o.ahead:
-				s.claimLanded(rec, o, now)
-			case mine(o.tick) && live && rec.suspendedFor(o):
-				s.dropLanded(rec, o) // landed, and the job was suspended meanwhile
-			case mine(o.tick) && live:
-				s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
-			case (o.tick.After(r.LastClaimed) || o.rerun) && live:
+			if s.reloadedClaim(rec, o, r, live, mine(o.tick), now) {
 				requeue = append(requeue, o)
-			case o.ahead:
-				rec.ahead.drop(o.tick) // decided by another write: not ours to run
-			default:
-				s.dropClaims(rec, []op{o})
 			}
 		case opComplete:
 			if mine(o.tick) {
@@ -143,4 +130,26 @@ func (s *Scheduler) loaded(d loadDone) {
 		s.markDirty(rec, true)
 	}
 	s.unpark(rec)
+}
+
+// reloadedClaim decides a claim of a refused write once its record was
+// re-read, and reports whether to send it again. A due claim still holds
+// its run slot (writeFailed kept it): started or sent again, it keeps it;
+// otherwise it gives it back.
+func (s *Scheduler) reloadedClaim(rec *jobRec, o op, r Record, live, landed bool, now time.Time) (again bool) {
+	switch {
+	case landed && o.ahead:
+		s.claimLanded(rec, o, now)
+	case landed && live && rec.suspendedFor(o):
+		s.dropLanded(rec, o) // landed, and the job was suspended meanwhile
+	case landed && live:
+		s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+	case (o.tick.After(r.LastClaimed) || o.rerun) && live:
+		return true
+	case o.ahead:
+		rec.ahead.drop(o.tick) // decided by another write: not ours to run
+	default:
+		s.dropClaims(rec, []op{o})
+	}
+	return false
 }
