@@ -95,27 +95,40 @@ func (nm *nemesis) act(now, end time.Time) bool {
 			nm.next = time.Time{}
 			return false
 		}
-		nm.healed = true
-		for _, n := range w.nodes {
-			if !n.alive && n.restartAt.IsZero() {
-				n.restartAt = now
-			}
-			if n.partUntil.After(now) {
-				n.partUntil = now
-			}
-			if n.pausedUntil.After(now) {
-				n.pausedUntil = now
-			}
-			n.skew.Store(0)
-		}
-		if w.stallUntil.After(now) {
-			w.stallUntil = now
-		}
-		w.jobs.resumeAll(now)
-		w.note("", -1, "", "quiet: every fault healed")
-		nm.next = now.Add(time.Second)
+		nm.healAll(now)
 		return true
 	}
+	nm.fault(now)
+	return true
+}
+
+// healAll ends every fault at once, for the quiet stretch at the end.
+func (nm *nemesis) healAll(now time.Time) {
+	w := nm.w
+	nm.healed = true
+	for _, n := range w.nodes {
+		if !n.alive && n.restartAt.IsZero() {
+			n.restartAt = now
+		}
+		if n.partUntil.After(now) {
+			n.partUntil = now
+		}
+		if n.pausedUntil.After(now) {
+			n.pausedUntil = now
+		}
+		n.skew.Store(0)
+	}
+	if w.stallUntil.After(now) {
+		w.stallUntil = now
+	}
+	w.jobs.resumeAll(now)
+	w.note("", -1, "", "quiet: every fault healed")
+	nm.next = now.Add(time.Second)
+}
+
+// fault picks the next fault by the seed and does it.
+func (nm *nemesis) fault(now time.Time) {
+	w := nm.w
 	r := w.rng
 	nm.next = now.Add(200*time.Millisecond + time.Duration(r.Int64N(int64(4*time.Second))))
 	n := w.nodes[r.IntN(len(w.nodes))]
@@ -171,7 +184,6 @@ func (nm *nemesis) act(now, end time.Time) bool {
 	default:
 		nm.trigger(now, 40)
 	}
-	return true
 }
 
 // trigger puts n manual trigger requests for a random job.

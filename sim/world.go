@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -13,41 +12,6 @@ import (
 
 	"github.com/shardcron/shardcron/scheduler"
 )
-
-// Config is one simulation's shape; Default gives the CI one.
-type Config struct {
-	Nodes  int
-	Shards int
-	Jobs   int
-	// Duration is the faulty stretch; Quiet follows it with every fault
-	// healed, so catch-up can finish before the checker reads the history.
-	Duration, Quiet time.Duration
-	TTL, Margin     time.Duration
-	DrainTimeout    time.Duration
-	// Bursts lets the nemesis file 40 trigger requests for one job at
-	// once (issue 21: the scheduler panicked at the 33rd pending manual
-	// run, which kills the whole test binary).
-	Bursts bool
-	// Log, when set, receives every event as it happens and the
-	// schedulers' own logs.
-	Log io.Writer
-}
-
-// Default is the configuration CI seeds run with.
-func Default() Config {
-	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true}
-}
-
-// Event is one thing the sim saw happen outside the runs: ownership,
-// faults, store writes, job set changes.
-type Event struct {
-	At    time.Time
-	Node  string
-	Shard int // -1: none
-	Job   string
-	What  string
-}
 
 // world is one simulation: the nodes, the store model, the receiver.
 type world struct {
@@ -149,20 +113,6 @@ func (w *world) note(node string, shard int, job, what string) {
 	if w.cfg.Log != nil {
 		fmt.Fprintln(w.cfg.Log, ev)
 	}
-}
-
-func (ev Event) String() string {
-	s := ts(ev.At)
-	if ev.Node != "" {
-		s += " " + ev.Node
-	}
-	if ev.Shard >= 0 {
-		s += fmt.Sprintf(" shard %d", ev.Shard)
-	}
-	if ev.Job != "" {
-		s += " " + ev.Job
-	}
-	return s + ": " + ev.What
 }
 
 // simulate runs one seed inside the calling synctest bubble and returns
