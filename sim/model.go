@@ -337,3 +337,30 @@ func recordString(v []byte, r scheduler.Record) string {
 	fmt.Fprintf(&b, "] skipped %d", r.Skipped)
 	return b.String()
 }
+
+// load is shard's Loader.Load.
+func (m *model) load(shard int, token int64, job string) (scheduler.Stored, error) {
+	if !m.fenceHolds(shard, token) {
+		return scheduler.Stored{}, fmt.Errorf("%w: shard %d token %d", scheduler.ErrShardLost, shard, token)
+	}
+	return m.recs[recKey{shard, job}], nil
+}
+
+// trigger puts a trigger request.
+func (m *model) trigger(shard int, job, id string, at time.Time) {
+	m.rev++
+	m.trigs[trigKey{shard, job, id}] = trigReq{rev: m.rev, at: at, by: "nemesis"}
+	m.note("", shard, job, fmt.Sprintf("trigger request %s at rev %d", id, m.rev))
+}
+
+// triggersOf lists the requests of a shard, sorted.
+func (m *model) triggersOf(shard int, token int64) []scheduler.Trigger {
+	var out []scheduler.Trigger
+	for k, r := range m.trigs {
+		if k.shard == shard {
+			out = append(out, scheduler.Trigger{Shard: shard, Token: token, Job: k.job, ID: k.id, RequestedAt: r.at, By: r.by, Rev: r.rev})
+		}
+	}
+	slices.SortFunc(out, func(a, b scheduler.Trigger) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

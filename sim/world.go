@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing/synctest"
@@ -351,4 +352,21 @@ func (w *world) nextDue(now, end time.Time) time.Time {
 	take(w.rehandAt)
 	take(w.nem.next)
 	return next
+}
+
+func sortedKeys[V any](mp map[int]V) []int {
+	ks := make([]int, 0, len(mp))
+	for k := range mp {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// ts formats an instant the way the reports print it.
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05.000000")
 }
