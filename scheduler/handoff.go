@@ -144,11 +144,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 		// it fails (stale, unknown), the tick is a handoff tick there.
 		// Either way it runs once.
 		for _, rec := range sh.jobs {
-			ops := rec.queued
-			if rec.writing != nil {
-				ops = append(slices.Clip(rec.writing.ops), ops...)
-			}
-			for _, o := range ops {
+			for _, o := range rec.pendingOps() {
 				if o.kind == opClaim && !o.rerun {
 					earlier(o.tick)
 				}
@@ -183,18 +179,15 @@ func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
 	var out map[string][]time.Time
 	for job, rec := range sh.jobs {
 		var ticks []time.Time
+		ops := rec.pendingOps()
 		add := func(t time.Time, rerun bool) {
-			if rerun || slices.ContainsFunc(ticks, t.Equal) || rec.startedOrDone(t) {
+			if rerun || slices.ContainsFunc(ticks, t.Equal) || rec.startedOrDone(t, ops) {
 				return
 			}
 			ticks = append(ticks, t)
 		}
 		for _, f := range rec.committed.InFlight {
 			add(f.Tick, f.Rerun || (f.Token != sh.g.Token && !sh.rel.handed(job, f.Tick)))
-		}
-		ops := rec.queued
-		if rec.writing != nil {
-			ops = append(slices.Clip(rec.writing.ops), ops...)
 		}
 		for _, o := range ops {
 			if o.kind == opClaim {
@@ -212,17 +205,23 @@ func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
 	return out
 }
 
+// pendingOps lists rec's changes not yet landed: the write in flight (or
+// awaiting a retry or re-read), then the queued ones.
+func (rec *jobRec) pendingOps() []op {
+	if rec.writing == nil {
+		return rec.queued
+	}
+	return append(slices.Clip(rec.writing.ops), rec.queued...)
+}
+
 // startedOrDone reports whether this owner started tick's run (it is going,
-// or ended and its completion waits to be written) or dropped the tick.
-func (rec *jobRec) startedOrDone(t time.Time) bool {
+// or ended and its completion waits to be written, among pending) or
+// dropped the tick.
+func (rec *jobRec) startedOrDone(t time.Time, pending []op) bool {
 	if slices.ContainsFunc(rec.runs, func(r *run) bool { return r.tick.Equal(t) }) {
 		return true
 	}
-	ops := rec.queued
-	if rec.writing != nil {
-		ops = append(slices.Clip(rec.writing.ops), ops...)
-	}
-	return slices.ContainsFunc(ops, func(o op) bool {
+	return slices.ContainsFunc(pending, func(o op) bool {
 		return (o.kind == opComplete || o.kind == opDrop || o.kind == opSkipManual) && o.tick.Equal(t)
 	})
 }
