@@ -321,12 +321,8 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		}
 		return
 	}
-	if firing && rec.suspendedFor(o) {
-		s.dropLanded(rec, o) // suspended while its claim was on the way: never started
-		return
-	}
 	if firing {
-		s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+		s.startLanded(rec, o, now)
 		return
 	}
 	// Claimed, then the shard stopped firing: it stays in flight and the

@@ -7,6 +7,17 @@ import "time"
 // meanwhile. Each leaves the record for good (opDrop) and says why in
 // history.
 
+// startLanded starts the run of a due claim that landed (its slot held),
+// unless its job was suspended while the claim was on the way: then it is
+// dropped, never started.
+func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
+	if rec.suspendedFor(o) {
+		s.dropLanded(rec, o)
+		return
+	}
+	s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+}
+
 // suspendedFor reports whether the landed claim o must not start: its job
 // is suspended, or was since o's tick came due (no tick at or before the
 // resume runs; config.Job.NotBefore). A manual tick is judged by the

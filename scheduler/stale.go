@@ -140,10 +140,8 @@ func (s *Scheduler) reloadedClaim(rec *jobRec, o op, r Record, live, landed bool
 	switch {
 	case landed && o.ahead:
 		s.claimLanded(rec, o, now)
-	case landed && live && rec.suspendedFor(o):
-		s.dropLanded(rec, o) // landed, and the job was suspended meanwhile
 	case landed && live:
-		s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+		s.startLanded(rec, o, now)
 	case (o.tick.After(r.LastClaimed) || o.rerun) && live:
 		return true
 	case o.ahead:
