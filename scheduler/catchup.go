@@ -254,6 +254,9 @@ func (s *Scheduler) installJobs(now time.Time) {
 	s.cur = t
 	voided := 0
 	for _, sh := range s.shards {
+		if sh.state == draining {
+			suspendHeld(sh, t)
+		}
 		if sh.state != firing {
 			continue
 		}
@@ -291,9 +294,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 					from = e.job.Resumed
 				}
 				if e.job.Suspend {
-					for _, r := range rec.runs {
-						r.suspended.Store(true)
-					}
+					rec.suspendRuns()
 				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
@@ -319,4 +320,22 @@ func (s *Scheduler) installJobs(now time.Time) {
 		}
 	}
 	s.compactTimers(voided)
+}
+
+// suspendHeld tells the runs of a draining shard whose job the table t
+// suspends: one not begun yet (held for contact or for its start) is
+// dropped rather than started. A drain changes nothing else of its jobs.
+func suspendHeld(sh *ownedShard, t *table) {
+	for _, e := range t.byShard[sh.g.Shard] {
+		if rec := sh.jobs[e.job.Name]; rec != nil && e.job.Suspend {
+			rec.suspendRuns()
+		}
+	}
+}
+
+// suspendRuns makes rec's runs that have not begun drop themselves.
+func (rec *jobRec) suspendRuns() {
+	for _, r := range rec.runs {
+		r.suspended.Store(true)
+	}
 }

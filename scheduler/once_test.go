@@ -541,6 +541,39 @@ func TestHeldRunDroppedOnSuspend(t *testing.T) {
 	})
 }
 
+// A run held for contact in a shard that is draining is dropped when its
+// job is suspended meanwhile: the job set used to reach only firing
+// shards, so the held run started the moment contact returned, with its
+// job suspended (found by the simulator, seed 4516).
+func TestHeldRunInDrainingShardDroppedOnSuspend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "held", "10 * * * * *")
+		j.Since = t0
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(3, 9, nil)
+		h.s.Acquired(g)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(-500 * time.Millisecond))
+		h.contact.lose()
+		sleepUntil(tick.Add(time.Second))
+		released := make(chan Released, 1)
+		go func() { released <- h.s.Drain(context.Background(), 3) }()
+		sleepUntil(tick.Add(1500 * time.Millisecond))
+		suspended := j
+		suspended.Suspend = true
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
+		sleepUntil(tick.Add(2 * time.Second))
+		h.contact.regain()
+		<-released
+		synctest.Wait()
+		if _, ran := rerunOf(h, j.Name, tick); ran {
+			t.Errorf("tick %v ran in a draining shard after its job was suspended", tick)
+		}
+	})
+}
+
 // A job removed after one of its ticks was claimed ahead, its record
 // deleted, and then added again starts afresh: the owner used to run the
 // tick from its memory of the old claim, which etcd no longer held, so

@@ -26,10 +26,19 @@ type Run struct {
 	Rerun    bool
 	Trigger  string
 	Attempt  int
-	Start    time.Time
+	Called   time.Time // the scheduler handed it to the runner: from then on the owner counts it as running
+	Start    time.Time // it reached the receiver
 	End      time.Time
 	Cause    string
 	Deadline time.Time // the owner's safe deadline when it started
+}
+
+// ownerStart is when the owner began counting r as running.
+func (r Run) ownerStart() time.Time {
+	if r.Called.IsZero() {
+		return r.Start
+	}
+	return r.Called
 }
 
 func (r Run) String() string {
@@ -66,7 +75,9 @@ type History struct {
 	// Final is each job's record as the store holds it at the end.
 	Final map[string]scheduler.Record
 	// Replaced holds, by job, the ticks recorded as replaced by a newer tick
-	// before they started (the replace policy decided them).
+	// before they started (in history, or by the record dropping them from
+	// in flight as it counted a skip); for replace jobs, the policy decided
+	// them.
 	Replaced map[string]map[time.Time]bool
 	// SkippedTriggers: trigger ids recorded as skipped after their claim.
 	SkippedTriggers map[string]bool
@@ -90,7 +101,7 @@ func (w *world) history() *History {
 	}
 	for _, r := range w.runs {
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: r.run.Job.Name, Tick: r.run.Tick, Token: r.run.Token,
-			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Start: r.start, End: r.end,
+			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Start: r.start, End: r.end,
 			Cause: r.cause, Deadline: r.deadAt})
 	}
 	// Canonical order: the order runs started at one instant is the

@@ -17,6 +17,14 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 	errs := make([]error, len(ws))
 	landed := false
 	for i, w := range ws {
+		for _, e := range w.Entries {
+			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") {
+				if m.replaced[w.Job] == nil {
+					m.replaced[w.Job] = map[time.Time]bool{}
+				}
+				m.replaced[w.Job][e.Tick] = true
+			}
+		}
 		if !m.fenceHolds(w.Shard, w.Token) {
 			errs[i] = fmt.Errorf("%w: shard %d token %d", scheduler.ErrShardLost, w.Shard, w.Token)
 			continue
@@ -26,12 +34,6 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 		for _, e := range w.Entries {
 			if e.Status == scheduler.StatusSkipped && e.Trigger != "" {
 				m.skippedTriggers[e.Trigger] = true
-			}
-			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") {
-				if m.replaced[w.Job] == nil {
-					m.replaced[w.Job] = map[time.Time]bool{}
-				}
-				m.replaced[w.Job][e.Tick] = true
 			}
 		}
 		h := append(m.hist[k], w.Entries...)

@@ -54,9 +54,11 @@ type model struct {
 	markers map[int]scheduler.Released // ticks/<s>/_released
 	recs    map[recKey]scheduler.Stored
 	hist    map[recKey][]scheduler.Entry
-	// replaced holds, by job, the ticks an owner recorded (in history that
-	// landed) as replaced by a newer tick before they started: decided by
-	// the replace policy, not lost.
+	// replaced holds, by job, the ticks an owner recorded as replaced by a
+	// newer tick before they started: decided by the replace policy, not
+	// lost. A write its fence refused counts too: an owner that decides and
+	// then loses the shard before its history lands (history is written
+	// after the decision, in batches) still decided.
 	replaced map[string]map[time.Time]bool
 	// skippedTriggers holds the trigger ids an owner recorded (in history
 	// that landed) as skipped after their claim: replaced before they
@@ -284,6 +286,29 @@ func (m *model) txn(node string, writes []scheduler.Write, batch []int, res []sc
 	return retry
 }
 
+// noteSkipped adds to m.replaced the ticks w takes out of the record's in
+// flight while it raises the skipped count: under replace, the record
+// itself says they were decided, even if the history entry naming them was
+// lost with its owner.
+func (m *model) noteSkipped(k recKey, w scheduler.Write) {
+	old, err := scheduler.DecodeRecord(m.recs[k].Value)
+	if err != nil || w.Value == nil {
+		return
+	}
+	r, err := scheduler.DecodeRecord(w.Value)
+	if err != nil || r.Skipped <= old.Skipped {
+		return
+	}
+	for _, f := range old.InFlight {
+		if f.Trigger == "" && !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Tick.Equal(f.Tick) }) {
+			if m.replaced[w.Job] == nil {
+				m.replaced[w.Job] = map[time.Time]bool{}
+			}
+			m.replaced[w.Job][f.Tick] = true
+		}
+	}
+}
+
 // gone lists the requests w consumes that no longer exist with their Rev.
 func (m *model) gone(w scheduler.Write) []string {
 	var ids []string
@@ -298,6 +323,7 @@ func (m *model) gone(w scheduler.Write) []string {
 // apply lands one write at the current revision.
 func (m *model) apply(node string, w scheduler.Write) {
 	k := recKey{w.Shard, w.Job}
+	m.noteSkipped(k, w)
 	var r scheduler.Record
 	if w.Value == nil {
 		delete(m.recs, k)

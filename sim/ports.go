@@ -192,7 +192,8 @@ type runRec struct {
 	node   string
 	inc    int
 	run    scheduler.Run
-	start  time.Time
+	called time.Time // when the scheduler handed it to the runner
+	start  time.Time // when it reached the receiver (later if its node was paused)
 	end    time.Time
 	endAt  time.Time // when its work ends, chosen by the sim
 	fail   bool

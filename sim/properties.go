@@ -48,7 +48,7 @@ func noLostTick(h *History) []Violation {
 		final := h.Final[name]
 	ticks:
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
-			if _, ok := ran[t]; ok || h.Replaced[name][t] || t.After(final.LastClaimed) ||
+			if _, ok := ran[t]; ok || (base.Concurrency == config.ConcurrencyReplace && h.Replaced[name][t]) || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
@@ -62,8 +62,10 @@ func noLostTick(h *History) []Violation {
 			}) {
 				continue // superseded: a later tick replaced it (its run may have been cut before it reached us)
 			}
+			// Forbid judges by the owner's view: a run counts from the call to
+			// the runner, which a paused node or a slow target may deliver late.
 			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(spans(runs), func(r Run) bool {
-				return !r.Start.After(t.Add(h.Skew)) && !r.End.Before(t.Add(-h.Skew))
+				return !r.ownerStart().After(t.Add(h.Skew)) && !r.End.Before(t.Add(-h.Skew))
 			}) {
 				continue
 			}
@@ -95,6 +97,9 @@ func spans(runs []Run) []Run {
 		}
 		if r.Start.Before(out[i].Start) {
 			out[i].Start = r.Start
+		}
+		if r.Called.Before(out[i].Called) {
+			out[i].Called = r.Called
 		}
 		if r.End.After(out[i].End) {
 			out[i].End = r.End
@@ -145,10 +150,10 @@ func noSuspendedRun(h *History) []Violation {
 			case r.Trigger == "" && r.Tick.After(s[0].Add(h.Skew)) && !r.Tick.After(s[1].Add(-h.Skew)):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
 					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
-			case r.Start.After(s[0]) && r.Start.Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
+			case r.ownerStart().After(s[0]) && r.ownerStart().Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)))
-			case r.Trigger == "" && !r.Tick.After(s[1]) && r.Start.After(s[1]) &&
+			case r.Trigger == "" && !r.Tick.After(s[1]) && r.ownerStart().After(s[1]) &&
 				!(r.Rerun && !r.Tick.After(s[0])):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
 					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)))
@@ -208,9 +213,13 @@ func forbidNeverOverlaps(h *History) []Violation {
 // whose catch-up has not reached the request's time is late, not lost).
 // manualBusy reports whether job's manual runs requested after at were
 // still being worked through when the seed ended (one was running, or ended
-// in its last 10 s): a request waiting in line behind them (forbid, run
-// slots) is late, not lost.
+// in its last 10 s), or its final record still holds ticks at or before at
+// (a backlog, which runs in tick order): a request waiting in line behind
+// them (forbid, run slots) is late, not lost.
 func (h *History) manualBusy(job string, at time.Time) bool {
+	if slices.ContainsFunc(h.Final[job].InFlight, func(f scheduler.Flight) bool { return !f.Tick.After(at) }) {
+		return true
+	}
 	end := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet)
 	return slices.ContainsFunc(h.Runs, func(r Run) bool {
 		return r.Job == job && r.Trigger != "" && r.Start.After(at) && (r.Cause != "" || r.End.After(end.Add(-10*time.Second)))

@@ -269,6 +269,7 @@ func (w *world) wake() {
 // gone or past its deadline (the runner checks right before it acts). A
 // paused node's run waits for the pause to end.
 func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Run) (*runRec, bool) {
+	called := time.Now()
 	w.mu.Lock()
 	for n.alive && n.inc == inc && n.resume != nil {
 		ch := n.resume
@@ -282,7 +283,7 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
 		return nil, false
 	}
-	rec := &runRec{node: n.name, inc: inc, run: run, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
+	rec := &runRec{node: n.name, inc: inc, run: run, called: called, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
 	rec.deadAt = n.sess.deadlineAt()
 	w.newRuns = append(w.newRuns, rec)
 	w.wake()
