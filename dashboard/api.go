@@ -16,8 +16,9 @@ type Config struct {
 	// State returns the ownership snapshot served at /api/v1/state.
 	State func() any
 	// Jobs returns one page of the jobs table: the jobs q selects, in name
-	// order, [q.Offset, q.Offset+q.Limit) of them, and how many q selects.
-	Jobs func(ctx context.Context, q JobsQuery) (page any, total int, err error)
+	// order, [q.Offset, q.Offset+q.Limit) of them, how many q selects, and
+	// how current the page is.
+	Jobs func(ctx context.Context, q JobsQuery) (JobsPage, error)
 	// Ready reports nil when the replica's lease is valid and its claims
 	// succeed.
 	Ready func() error
@@ -119,13 +120,13 @@ func newMux(cfg Config) (*routeMux, error) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		page, total, err := cfg.Jobs(r.Context(), q)
+		page, err := cfg.Jobs(r.Context(), q)
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 			return
 		}
-		out := map[string]any{"offset": q.Offset, "limit": q.Limit, "total": total, "jobs": page}
-		addFreshness(out, page, time.Now())
+		out := map[string]any{"offset": q.Offset, "limit": q.Limit, "total": page.Total, "jobs": page.Jobs}
+		addFreshness(out, page.Fresh, time.Now())
 		writeJSON(w, http.StatusOK, out)
 	})
 	if cfg.Metrics != nil {

@@ -16,7 +16,7 @@ func newTestServer(t *testing.T, ready error) *httptest.Server {
 	names := []string{"a", "b", "c", "d", "e"}
 	h, err := New(Config{
 		State: func() any { return map[string]any{"members": []string{"n1"}} },
-		Jobs: func(_ context.Context, q JobsQuery) (any, int, error) {
+		Jobs: func(_ context.Context, q JobsQuery) (JobsPage, error) {
 			var sel []string
 			for _, n := range names {
 				if strings.Contains(n, q.Search) {
@@ -24,7 +24,7 @@ func newTestServer(t *testing.T, ready error) *httptest.Server {
 				}
 			}
 			end := min(q.Offset+q.Limit, len(sel))
-			return sel[min(q.Offset, end):end], len(sel), nil
+			return JobsPage{Jobs: sel[min(q.Offset, end):end], Total: len(sel)}, nil
 		},
 		Ready:   func() error { return ready },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m 1\n") }),

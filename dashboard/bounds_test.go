@@ -14,7 +14,7 @@ import (
 func boundedConfig(state func() any, feed Feed, trigger TriggerFunc) Config {
 	return Config{
 		State: state, Ready: func() error { return nil }, Changes: feed, Trigger: trigger,
-		Jobs: func(context.Context, JobsQuery) (any, int, error) { return nil, 0, nil },
+		Jobs: func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 	}
 }
 

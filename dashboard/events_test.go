@@ -64,7 +64,7 @@ func TestEventStream(t *testing.T) {
 	owner := "n1"
 	h, err := New(Config{
 		State: func() any { mu.Lock(); defer mu.Unlock(); return map[string]string{"owner": owner} },
-		Jobs:  func(context.Context, JobsQuery) (any, int, error) { return nil, 0, nil },
+		Jobs:  func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 		Ready: func() error { return nil }, Changes: f.feed,
 	})
 	if err != nil {

@@ -14,18 +14,20 @@ type Freshness struct {
 	Reason string
 }
 
-// Fresh is implemented by a jobs page that can say how current it is; the
-// jobs API then adds "stale", "as_of", "stale_for_ms" and "stale_reason"
-// beside the page.
-type Fresh interface{ Freshness() Freshness }
+// JobsPage is one page of the jobs API.
+type JobsPage struct {
+	Jobs  any // the rows, encoded as the "jobs" array
+	Total int // how many jobs the query selects
+	// Fresh adds "stale", "as_of", "stale_for_ms" and "stale_reason"
+	// beside the page; its zero value says nothing.
+	Fresh Freshness
+}
 
-// addFreshness adds page's freshness to the jobs API's answer.
-func addFreshness(out map[string]any, page any, now time.Time) {
-	f, ok := page.(Fresh)
-	if !ok {
+// addFreshness adds fr to the jobs API's answer.
+func addFreshness(out map[string]any, fr Freshness, now time.Time) {
+	if fr == (Freshness{}) {
 		return
 	}
-	fr := f.Freshness()
 	out["stale"] = fr.Stale
 	if !fr.AsOf.IsZero() {
 		out["as_of"] = fr.AsOf.UTC()

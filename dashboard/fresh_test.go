@@ -10,14 +10,6 @@ import (
 	"time"
 )
 
-type freshPage struct {
-	Rows []string
-	f    Freshness
-}
-
-func (p freshPage) MarshalJSON() ([]byte, error) { return json.Marshal(p.Rows) }
-func (p freshPage) Freshness() Freshness         { return p.f }
-
 // A page that says it is stale is served with its age beside it; a fresh
 // one says so too; the page (the HTML) shows both.
 func TestJobsPageFreshness(t *testing.T) {
@@ -25,12 +17,12 @@ func TestJobsPageFreshness(t *testing.T) {
 	stale := true
 	h, err := New(Config{
 		State: func() any { return map[string]any{} },
-		Jobs: func(context.Context, JobsQuery) (any, int, error) {
+		Jobs: func(context.Context, JobsQuery) (JobsPage, error) {
 			f := Freshness{AsOf: time.Now()}
 			if stale {
 				f = Freshness{Stale: true, AsOf: asOf, Reason: "etcd did not answer"}
 			}
-			return freshPage{Rows: []string{"a"}, f: f}, 1, nil
+			return JobsPage{Jobs: []string{"a"}, Total: 1, Fresh: f}, nil
 		},
 		Ready: func() error { return nil },
 	})

@@ -16,11 +16,11 @@ import (
 func fuzzHandler(t *testing.T) http.Handler {
 	h, err := New(Config{
 		State: func() any { return map[string]any{"shards": []int{}} },
-		Jobs: func(_ context.Context, q JobsQuery) (any, int, error) {
+		Jobs: func(_ context.Context, q JobsQuery) (JobsPage, error) {
 			if q.Offset < 0 || q.Limit < 1 || q.Limit > MaxPageSize || q.Shard < -1 || len(q.Search) > 128 {
 				t.Fatalf("out-of-bounds query reached Jobs: %+v", q)
 			}
-			return []string{q.Search}, 1, nil
+			return JobsPage{Jobs: []string{q.Search}, Total: 1}, nil
 		},
 		Ready: func() error { return nil },
 		Runs: func(_ context.Context, job string, limit int) (any, bool, error) {

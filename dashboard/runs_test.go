@@ -12,7 +12,7 @@ import (
 func TestRunsEndpoint(t *testing.T) {
 	h, err := New(Config{
 		State: func() any { return nil },
-		Jobs:  func(context.Context, JobsQuery) (any, int, error) { return nil, 0, nil },
+		Jobs:  func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 		Ready: func() error { return nil },
 		Runs: func(_ context.Context, job string, limit int) (any, bool, error) {
 			if job != "sweep" {

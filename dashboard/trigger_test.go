@@ -21,7 +21,7 @@ func TestTriggerEndpoint(t *testing.T) {
 	var gotBy string
 	h, err := New(Config{
 		State: func() any { return nil }, Ready: func() error { return nil },
-		Jobs: func(context.Context, JobsQuery) (any, int, error) { return nil, 0, nil },
+		Jobs: func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 		Trigger: func(_ context.Context, job, by string, wait time.Duration) (any, error) {
 			gotWait, gotBy = wait, by
 			res := control.TriggerResult{Triggered: control.Triggered{Job: job, ID: "abc"}}

@@ -50,6 +50,8 @@ func (h *grants) Acquired(g scheduler.Grant) {
 	h.g[g.Shard] = g
 }
 
+func (h *grants) Triggered(scheduler.Trigger) {}
+
 func (h *grants) StopFiring(int) scheduler.Released {
 	return scheduler.Released{StoppedAt: time.Now()}
 }

@@ -145,7 +145,7 @@ func (s *Session) Remaining() time.Duration {
 // once the session ended. It reads no clock, so a caller that hands the
 // deadline to another process on the same host (the exec supervisor) passes
 // exactly this instant, where now + Remaining() would be stretched by any
-// stall between the two clock reads. It satisfies scheduler.DeadlineAt.
+// stall between the two clock reads. It satisfies scheduler.Deadline.
 func (s *Session) Deadline() time.Duration {
 	if s.ended.Load() {
 		return 0

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -41,34 +40,24 @@ type cachedRuns struct {
 
 func newRunsCache() *runsCache { return &runsCache{jobs: map[string]cachedRuns{}} }
 
-// jobsResult is one page of the jobs API: its rows, and how current they
-// are (dashboard.Fresh).
-type jobsResult struct {
-	rows  []JobView
-	fresh dashboard.Freshness
-}
-
-func (p jobsResult) MarshalJSON() ([]byte, error)   { return json.Marshal(p.rows) }
-func (p jobsResult) Freshness() dashboard.Freshness { return p.fresh }
-
 // fill reads rows' records and last runs (refs name them, in order) and
 // returns the page. st is the ownership view the rows' owners come from: a
 // stale view makes the page stale too.
-func (c *runsCache) fill(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows []JobView, refs []shard.RecordRef, st shard.State, bad *baddata.Reporter) jobsResult {
+func (c *runsCache) fill(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows []JobView, refs []shard.RecordRef, st shard.State, bad *baddata.Reporter, total int) dashboard.JobsPage {
 	now := time.Now()
-	page := jobsResult{rows: rows, fresh: dashboard.Freshness{AsOf: now}}
+	page := dashboard.JobsPage{Jobs: rows, Total: total, Fresh: dashboard.Freshness{AsOf: now}}
 	rctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 	defer cancel()
 	err := readRuns(rctx, cli, ks, rows, refs, LastRunsShown, bad)
 	if err == nil {
 		c.store(rows, now)
 	} else {
-		page.fresh = c.load(rows, fmt.Sprintf("etcd did not answer within %v: %v; last runs as last read", jobsReadTimeout, err))
+		page.Fresh = c.load(rows, fmt.Sprintf("etcd did not answer within %v: %v; last runs as last read", jobsReadTimeout, err))
 	}
-	if st.Stale && (page.fresh.AsOf.IsZero() || st.AsOf.Before(page.fresh.AsOf)) {
-		page.fresh.Stale, page.fresh.AsOf = true, st.AsOf
-		if page.fresh.Reason == "" {
-			page.fresh.Reason = "this replica has no valid lease: owners as it last saw them"
+	if st.Stale && (page.Fresh.AsOf.IsZero() || st.AsOf.Before(page.Fresh.AsOf)) {
+		page.Fresh.Stale, page.Fresh.AsOf = true, st.AsOf
+		if page.Fresh.Reason == "" {
+			page.Fresh.Reason = "this replica has no valid lease: owners as it last saw them"
 		}
 	}
 	return page

@@ -126,10 +126,10 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 // scheduler (every replica knows them), owners from this replica's view
 // of ownership, schedules from the newest job set; the runs through the
 // runs cache, so a page with etcd away is stale, not an error.
-func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (any, int, error) {
-	return func(ctx context.Context, q dashboard.JobsQuery) (any, int, error) {
+func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (dashboard.JobsPage, error) {
+	return func(ctx context.Context, q dashboard.JobsQuery) (dashboard.JobsPage, error) {
 		st := mgr.State()
 		rows, refs, total := selectJobs(sched.Jobs(), r.jobSet.jobs(), st.ShardSet, q)
-		return r.runs.fill(ctx, r.cli, r.ks, rows, refs, st, mgr.BadData()), total, nil
+		return r.runs.fill(ctx, r.cli, r.ks, rows, refs, st, mgr.BadData(), total), nil
 	}
 }

@@ -99,13 +99,3 @@ func TestExecAllowanceIsTheDeadlineInstant(t *testing.T) {
 	}
 	t.Logf("%d extensions sent", extensions)
 }
-
-// A Deadline without an instant cannot bound a supervisor exactly: exec
-// refuses it before anything starts.
-func TestExecRefusesDeadlineWithoutInstant(t *testing.T) {
-	rn := newRunner(t, nil)
-	res := rn.Run(context.Background(), testRun(execJob("no-instant", "true"), &switchDeadline{}))
-	if res.Status != scheduler.StatusFailed || !strings.Contains(res.Detail, "instant") {
-		t.Fatalf("status %s (%s), want failed for want of an instant", res.Status, res.Detail)
-	}
-}

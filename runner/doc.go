@@ -52,9 +52,9 @@
 //     with SIGKILL when the allowance the replica keeps extending over a pipe
 //     runs out on the supervisor's own CLOCK_BOOTTIME, or when the pipe
 //     closes because the replica died. The allowance is exactly the
-//     session's safe deadline, an instant (scheduler.DeadlineAt), never a
+//     session's safe deadline, an instant (scheduler.Deadline), never a
 //     time left added to a second clock read, which a stall in between
-//     would stretch; exec refuses a Deadline that has no instant.
+//     would stretch.
 //
 // # Failure model
 //

@@ -15,10 +15,6 @@ var (
 	ErrFunc = errors.New("runner: func")
 	// ErrNoSupervisor: an exec job was run without Config.Supervisor.
 	ErrNoSupervisor = errors.New("runner: no supervisor configured for exec jobs")
-	// ErrNoDeadlineInstant: an exec job's run carries a Deadline that is not
-	// a scheduler.DeadlineAt. The supervisor needs the safe deadline as an
-	// instant; one derived from Remaining() could be stretched by a stall.
-	ErrNoDeadlineInstant = errors.New("runner: exec needs the safe deadline as an instant (scheduler.DeadlineAt)")
 	// ErrExecRefused: an exec job's program or env is not allowed on this
 	// replica.
 	ErrExecRefused = errors.New("runner: exec refused by this replica's policy")

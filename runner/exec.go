@@ -100,7 +100,7 @@ func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
 type execRun struct {
 	rn      *Runner
 	r       scheduler.Run
-	dl      scheduler.DeadlineAt // r.Deadline, with its instant
+	dl      scheduler.Deadline // r.Deadline, with its instant
 	cmd     *exec.Cmd
 	ctl     *os.File // the supervisor's stdin; ours to write and close
 	jobPid  int
@@ -118,10 +118,7 @@ func (rn *Runner) runExec(ctx context.Context, r scheduler.Run) scheduler.Result
 	case len(x.Command) == 0:
 		return failed("exec: empty command")
 	}
-	dl, ok := r.Deadline.(scheduler.DeadlineAt)
-	if !ok {
-		return failed("%v", ErrNoDeadlineInstant)
-	}
+	dl := r.Deadline
 	prog, err := rn.exec.program(r.Job, valueOr(rn.cfg.Env, "PATH", defaultPath))
 	if err != nil {
 		return failed("exec: %v", err)

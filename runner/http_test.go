@@ -355,3 +355,10 @@ func (d *switchDeadline) Remaining() time.Duration {
 	}
 	return time.Minute
 }
+
+func (d *switchDeadline) Deadline() time.Duration {
+	if d.passed.Load() {
+		return 0
+	}
+	return time.Duration(boottime()) + time.Minute
+}

@@ -169,7 +169,7 @@ func TestDrainHandsOffClaimInFlight(t *testing.T) {
 		j := jobIn(6, "inflight", "* * * * * *")
 		j.Misfire = config.MisfireSkip
 		fs := newFakeStore(t)
-		h1 := newHarnessWith(t, fs, loaderStore{fs}, nil, j)
+		h1 := newHarnessWith(t, fs, fs, nil, j)
 		defer h1.stop()
 		h2 := newHarnessWith(t, fs, nil, nil, j)
 		defer h2.stop()

@@ -29,24 +29,19 @@ func (e *StopBy) Error() string {
 
 func (e *StopBy) Unwrap() error { return e.Reason }
 
-// Deadline is the safe deadline of the session that holds a shard.
+// Deadline is the safe deadline of the session that holds a shard
+// (lease.Session is one).
 type Deadline interface {
 	// Remaining reports how long the node may still act; zero or less means
 	// stop now. It reads the clock synchronously (CLOCK_BOOTTIME) and never
 	// blocks, so it is safe to call right before every external action.
 	Remaining() time.Duration
-}
-
-// DeadlineAt is a Deadline that also knows its safe deadline as an absolute
-// instant (lease.Session is one). A runner that hands the deadline to
-// another process (the exec supervisor) needs the instant itself: computed
-// as now + Remaining(), the deadline would be stretched by any stall
-// between the two clock reads.
-type DeadlineAt interface {
-	Deadline
-	// Deadline is the safe deadline: the node may act while CLOCK_BOOTTIME
-	// reads less than it (nanoseconds since boot); zero when it may no
-	// longer act. It reads no clock and never blocks.
+	// Deadline is the safe deadline as an instant: the node may act while
+	// CLOCK_BOOTTIME reads less than it (nanoseconds since boot); zero when
+	// it may no longer act. It reads no clock and never blocks. A runner
+	// that hands the deadline to another process (the exec supervisor)
+	// needs the instant itself: computed as now + Remaining(), it would be
+	// stretched by any stall between the two clock reads.
 	Deadline() time.Duration
 }
 
@@ -173,8 +168,8 @@ type WriteResult struct {
 	Err error
 }
 
-// Store persists job records under the shard's fence. Implemented by the
-// shard package.
+// Store persists job records and run history under the shard's fence.
+// Implemented by the shard package.
 type Store interface {
 	// Commit writes in as few transactions as etcd's limits allow: each
 	// transaction compares every shard's token (CreateRevision of its lease
@@ -182,6 +177,8 @@ type Store interface {
 	// result per write, in order. A fence failure also ends the shard's
 	// Grant (its Lost context). Safe for concurrent use.
 	Commit(ctx context.Context, writes []Write) []WriteResult
+	Loader
+	History
 }
 
 // Run is one tick of one job, as handed to a Runner. It carries the run's
@@ -204,8 +201,7 @@ type Run struct {
 	// a failed attempt (config.Retries).
 	Attempt int
 	// Deadline is the holding session's safe deadline; runners whose work
-	// can outlive the call (exec) keep their supervisor inside it. It is a
-	// DeadlineAt whenever the Grant's Deadline is one.
+	// can outlive the call (exec) keep their supervisor inside it.
 	Deadline Deadline
 }
 
@@ -257,8 +253,7 @@ type HistoryWrite struct {
 // History keeps run history off the per-fire write path (docs/design.md "What a
 // fire costs etcd"): the scheduler hands it the entries of many runs at
 // once, every few seconds, and it stores them so that they survive their
-// owner. Implemented by the shard package. Optional: a Store that also
-// implements History receives the scheduler's history.
+// owner. Part of Store.
 type History interface {
 	// AppendHistory appends each write's entries to its job's history and
 	// keeps at least the newest keep entries of each job (older ones may be
@@ -269,11 +264,9 @@ type History interface {
 	AppendHistory(ctx context.Context, keep int, writes []HistoryWrite) []error
 }
 
-// Loader is an optional extension of Store. When the Store implements it,
-// the scheduler re-reads a record whose write failed with ErrStale (most
-// often its own earlier write whose outcome was unknown landed) and goes on
-// with the job; without it the job is parked until the shard is next
-// acquired.
+// Loader is the part of Store that re-reads one record: the scheduler
+// reads a record whose write failed with ErrStale (most often its own
+// earlier write whose outcome was unknown landed) and goes on with the job.
 type Loader interface {
 	// Load reads one job record under the shard's fence: a zero Stored when
 	// the record does not exist; an error wrapping ErrShardLost when token

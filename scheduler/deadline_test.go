@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// instantDeadline is a Deadline that knows its instant, as lease.Session.
+// instantDeadline is a Deadline with a fixed instant.
 type instantDeadline struct{ at time.Duration }
 
 func (d instantDeadline) Remaining() time.Duration { return time.Hour }
@@ -18,19 +18,12 @@ func TestRunDeadlinePassesTheInstantThrough(t *testing.T) {
 	lost, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	const at = 123456789 * time.Millisecond
-	d, ok := newRunDeadline(Grant{Lost: lost, Deadline: instantDeadline{at}}).(DeadlineAt)
-	if !ok {
-		t.Fatal("the run's Deadline hides the session's instant")
-	}
+	d := newRunDeadline(Grant{Lost: lost, Deadline: instantDeadline{at}})
 	if got := d.Deadline(); got != at {
 		t.Fatalf("instant %v, want %v", got, at)
 	}
 	cancel(ErrShardLost)
 	if got, rem := d.Deadline(), d.Remaining(); got != 0 || rem != 0 {
 		t.Fatalf("after the loss: instant %v, remaining %v; want 0, 0", got, rem)
-	}
-	// A Deadline without an instant is not given one.
-	if _, ok := newRunDeadline(Grant{Lost: lost, Deadline: newDeadline(time.Hour)}).(DeadlineAt); ok {
-		t.Fatal("a Deadline without an instant became a DeadlineAt")
 	}
 }

@@ -51,10 +51,11 @@
 // The loss of the safe deadline (the Grant's Lost, cause ErrDeadline) does
 // the same. An unknown outcome (ErrUnknown) is retried with the same record
 // and Rev until the safe deadline; past it the shard stops. A stale record
-// (ErrStale: the record changed under this owner) parks the job for the rest
-// of the generation, unless the Store also implements Loader, in which case
-// the record is re-read and the job goes on. Parking is safe: a claim that
-// landed but was not run stays in flight and the next owner re-runs it.
+// (ErrStale: the record changed under this owner) is re-read (Store.Load)
+// and the job goes on from what it holds. A record in a format newer than
+// this binary knows parks its job for the rest of the generation; that is
+// safe: a claim that landed but was not run stays in flight and the next
+// owner re-runs it.
 //
 // Delivery is at least once across owners and at most once per generation:
 // a run interrupted between its effect and its completion record is run

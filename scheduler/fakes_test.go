@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeStore implements the fence and Rev semantics of the shard package's
@@ -202,20 +204,14 @@ func (f *fakeStore) AppendHistory(_ context.Context, keep int, ws []HistoryWrite
 	return errs
 }
 
-// load implements Loader (see loaderStore).
-func (f *fakeStore) load(shard int, token int64, job string) (Stored, error) {
+// Load reads one record under the shard's fence.
+func (f *fakeStore) Load(_ context.Context, shard int, token int64, job string) (Stored, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fence[shard] != token {
 		return Stored{}, ErrShardLost
 	}
 	return f.recs[recKey(shard, job)], nil
-}
-
-type loaderStore struct{ *fakeStore }
-
-func (l loaderStore) Load(_ context.Context, shard int, token int64, job string) (Stored, error) {
-	return l.load(shard, token, job)
 }
 
 // put stores a record as an earlier owner left it.
@@ -289,6 +285,16 @@ func newDeadline(d time.Duration) *fakeDeadline {
 }
 
 func (d *fakeDeadline) Remaining() time.Duration { return time.Until(time.Unix(0, d.until.Load())) }
+
+// Deadline is the instant Remaining points at, on the real CLOCK_BOOTTIME
+// (a synctest bubble fakes only time.Now): no scheduler test reads it.
+func (d *fakeDeadline) Deadline() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano()) + max(d.Remaining(), 0)
+}
 
 // fakeContact is the node's contact with the store: in contact (age 0)
 // unless a test says how stale it is (lose, or set).

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/shardcron/shardcron/config"
 )
 
 // A claim refused by the fence (another generation holds the shard) stops
@@ -208,75 +206,34 @@ func TestUnknownThenSuccess(t *testing.T) {
 	})
 }
 
-// An unknown outcome that did land makes the retry stale. Without a Loader
-// the job is parked: the claim stays in flight for the next owner, who
-// re-runs it. With one, the record is re-read and the claim, which did
-// land, runs once.
+// An unknown outcome that did land makes the retry stale: the record is
+// re-read and the claim, which did land, runs once.
 func TestUnknownThatLanded(t *testing.T) {
-	for _, withLoader := range []bool{false, true} {
-		name := "park"
-		if withLoader {
-			name = "reload"
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "0 * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		once := false
+		h.store.inject = func(w Write) (error, bool) {
+			if !once {
+				once = true
+				return ErrUnknown, true
+			}
+			return nil, false
 		}
-		t.Run(name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				sleepUntil(t0.Add(-time.Second))
-				j := jobIn(1, "j", "0 * * * * *")
-				h := newHarness(t, nil)
-				if withLoader {
-					// A store that can re-read records.
-					h.stop()
-					h = newHarnessStore(t, loaderStore{h.store})
-				}
-				defer h.stop()
-				h.s.SetJobs(config.JobSet{Version: 1, Jobs: []config.Job{j}})
-				once := false
-				h.store.inject = func(w Write) (error, bool) {
-					if !once {
-						once = true
-						return ErrUnknown, true
-					}
-					return nil, false
-				}
-				g, _ := h.grant(1, 9, nil)
-				h.s.Acquired(g)
-				time.Sleep(90 * time.Second)
-				synctest.Wait()
-				runs := h.runner.all()
-				rec := h.store.record(1, j.Name)
-				if !withLoader {
-					if len(runs) != 0 || len(rec.InFlight) != 1 || rec.InFlight[0].Token != 9 {
-						t.Fatalf("runs %d, record %+v: want parked with the claim in flight", len(runs), rec)
-					}
-					// The next owner re-runs it.
-					g2, _ := h.grant(1, 11, nil)
-					h.s.Acquired(g2)
-					time.Sleep(time.Second)
-					synctest.Wait()
-					// It re-runs t0 and catches up t0+1m (misfire run_all).
-					var reruns []runRec
-					for _, r := range h.runner.all() {
-						if r.Rerun {
-							reruns = append(reruns, r)
-						}
-					}
-					if len(reruns) != 1 || reruns[0].Token != 11 || !reruns[0].Tick.Equal(t0) {
-						t.Errorf("next owner's re-runs: %+v", reruns)
-					}
-					if n := len(h.runner.all()); n != 2 {
-						t.Errorf("next owner: %d runs, want 2", n)
-					}
-					return
-				}
-				if len(runs) != 2 || !runs[0].Tick.Equal(t0) || runs[0].Rerun || !runs[1].Tick.Equal(t0.Add(time.Minute)) {
-					t.Errorf("runs %+v, want t0 once then the next tick", runs)
-				}
-				if len(rec.InFlight) != 0 || len(rec.History) != 2 {
-					t.Errorf("record %+v", rec)
-				}
-			})
-		})
-	}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(90 * time.Second)
+		synctest.Wait()
+		runs := h.runner.all()
+		if len(runs) != 2 || !runs[0].Tick.Equal(t0) || runs[0].Rerun || !runs[1].Tick.Equal(t0.Add(time.Minute)) {
+			t.Errorf("runs %+v, want t0 once then the next tick", runs)
+		}
+		if rec := h.store.record(1, j.Name); len(rec.InFlight) != 0 || len(rec.History) != 2 {
+			t.Errorf("record %+v", rec)
+		}
+	})
 }
 
 // The deadline is checked again right before the Runner is called: a claim

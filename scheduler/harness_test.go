@@ -39,12 +39,6 @@ func newHarness(t *testing.T, mod func(*Config), jobs ...config.Job) *harness {
 	return newHarnessWith(t, newFakeStore(t), nil, mod, jobs...)
 }
 
-// newHarnessStore starts a harness whose Scheduler sees store (which wraps
-// the fake store) instead of the bare fake.
-func newHarnessStore(t *testing.T, store loaderStore) *harness {
-	return newHarnessWith(t, store.fakeStore, store, nil)
-}
-
 func newHarnessWith(t *testing.T, fs *fakeStore, store Store, mod func(*Config), jobs ...config.Job) *harness {
 	h := &harness{t: t, store: fs, runner: &fakeRunner{grace: 5 * time.Second}, deadline: newDeadline(1000 * time.Hour), contact: &fakeContact{},
 		reg: prometheus.NewRegistry(), done: make(chan error, 1)}

@@ -10,9 +10,6 @@ const DefaultHistoryFlush = 2 * time.Second
 
 // addHistory keeps e for the next history flush.
 func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
-	if s.history == nil {
-		return
-	}
 	rec.hist = append(rec.hist, e)
 	s.histPending(rec)
 }
@@ -77,7 +74,7 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 		return
 	}
 	s.workers.Go(func() {
-		d.errs = s.history.AppendHistory(s.ctx, s.cfg.HistoryLen, d.ws)
+		d.errs = s.store.AppendHistory(s.ctx, s.cfg.HistoryLen, d.ws)
 		s.send(d)
 	})
 }

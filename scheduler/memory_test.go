@@ -244,6 +244,12 @@ func (st *leanStore) Commit(_ context.Context, writes []Write) []WriteResult {
 	return out
 }
 
+// Load refuses: the lean store keeps revisions, not records, and no
+// write of the benchmark is ever stale.
+func (st *leanStore) Load(_ context.Context, shard int, _ int64, job string) (Stored, error) {
+	return Stored{}, fmt.Errorf("shard %d job %s: the lean store keeps no records: %w", shard, job, ErrShardLost)
+}
+
 func (st *leanStore) AppendHistory(_ context.Context, _ int, ws []HistoryWrite) []error {
 	errs := make([]error, len(ws))
 	for i, w := range ws {

@@ -214,7 +214,7 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 		return rec
 	}
 	rec.committed, rec.rev, rec.hi = stateOf(r), st.Rev, r.LastClaimed
-	if len(r.History) > 0 && s.history != nil {
+	if len(r.History) > 0 {
 		// An earlier release kept the job's history in the record, and the
 		// next write of the record drops it: hand it to History first, so a
 		// rolling upgrade keeps it.

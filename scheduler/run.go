@@ -129,26 +129,16 @@ func (d runDeadline) Remaining() time.Duration {
 	return d.g.Deadline.Remaining()
 }
 
-// newRunDeadline passes the session's absolute instant through when the
-// Grant's Deadline has one (DeadlineAt), so the exec supervisor gets
-// exactly that instant.
-func newRunDeadline(g Grant) Deadline {
-	if at, ok := g.Deadline.(DeadlineAt); ok {
-		return runDeadlineAt{runDeadline{g}, at}
-	}
-	return runDeadline{g}
-}
+// newRunDeadline is the Deadline of a run of g's shard.
+func newRunDeadline(g Grant) Deadline { return runDeadline{g} }
 
-type runDeadlineAt struct {
-	runDeadline
-	at DeadlineAt
-}
-
-func (d runDeadlineAt) Deadline() time.Duration {
+// Deadline passes the session's instant through unchanged, so the exec
+// supervisor gets exactly it; zero once the shard is lost.
+func (d runDeadline) Deadline() time.Duration {
 	if d.g.Lost.Err() != nil {
 		return 0
 	}
-	return d.at.Deadline()
+	return d.g.Deadline.Deadline()
 }
 
 // execute runs one tick and reports to Run. The shard is checked right

@@ -22,13 +22,11 @@ var (
 // Scheduler fires the ticks of the jobs whose shards this node owns. Create
 // it with New and drive it with Run.
 type Scheduler struct {
-	cfg     Config
-	log     *slog.Logger
-	store   Store
-	loader  Loader  // nil unless store implements it
-	history History // nil unless store implements it
-	runner  Runner
-	m       *metrics
+	cfg    Config
+	log    *slog.Logger
+	store  Store
+	runner Runner
+	m      *metrics
 
 	// Shared with other goroutines.
 	setMu       sync.Mutex            // serialises SetJobs
@@ -106,12 +104,6 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		histLog:     failLog{msg: "run history not written"},
 	}
 	s.workers = newWorkers(&s.wg, s.quit)
-	if l, ok := store.(Loader); ok {
-		s.loader = l
-	}
-	if h, ok := store.(History); ok {
-		s.history = h
-	}
 	return s, nil
 }
 

@@ -14,17 +14,8 @@ type loadDone struct {
 }
 
 // stale handles a write refused because the record changed under this
-// owner: re-read it when the Store can, else park the job.
+// owner: it re-reads the record.
 func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
-	if s.loader == nil {
-		rec.parked = true
-		s.dropClaims(rec, pw.ops)
-		s.dropClaims(rec, rec.queued)
-		rec.queued = nil
-		s.log.Error("job record changed under this owner; job parked until the shard is next acquired",
-			append(rec.logArgs(), "err", err)...)
-		return
-	}
 	s.log.Warn("job record changed under this owner; re-reading it", append(rec.logArgs(), "err", err)...)
 	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
@@ -38,7 +29,7 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 			if d.err = sh.check(); d.err != nil {
 				break
 			}
-			d.st, d.err = s.loader.Load(s.ctx, sh.g.Shard, sh.g.Token, name)
+			d.st, d.err = s.store.Load(s.ctx, sh.g.Shard, sh.g.Token, name)
 			if !errors.Is(d.err, ErrUnknown) {
 				break
 			}

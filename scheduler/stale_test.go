@@ -22,7 +22,7 @@ func (l *flakyLoader) Load(_ context.Context, shard int, token int64, job string
 	if l.fails.Add(-1) >= 0 {
 		return Stored{}, fmt.Errorf("job %s: %w", job, ErrUnknown)
 	}
-	return l.load(shard, token, job)
+	return l.fakeStore.Load(context.Background(), shard, token, job)
 }
 
 // A re-read whose outcome is unknown (an RPC error) is retried while the

@@ -58,7 +58,7 @@ const maxTriggersPerWrite = 32
 type triggerEvent struct{ t Trigger }
 
 // Triggered hands the scheduler a trigger request of a shard this node
-// holds (the shard package's TriggerHandler). It may be called for the same
+// holds (the shard package's Handler). It may be called for the same
 // request any number of times, from any goroutine; the scheduler acts on it
 // once per generation. It returns once Run has it, or at once after Run
 // ended.

@@ -140,7 +140,7 @@ func TestManualTickAfterUnknownOrStaleWrite(t *testing.T) {
 				sleepUntil(t0.Add(10 * time.Second))
 				j := jobIn(2, "shaky", "0 0 3 * * *")
 				fs := newFakeStore(t)
-				h := newHarnessWith(t, fs, loaderStore{fs}, nil, j)
+				h := newHarnessWith(t, fs, fs, nil, j)
 				defer h.stop()
 				failed := false
 				fs.inject = func(w Write) (error, bool) {

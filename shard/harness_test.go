@@ -113,6 +113,8 @@ func (r *recorder) Acquired(g scheduler.Grant) {
 	r.grants[g.Shard] = rec
 }
 
+func (r *recorder) Triggered(scheduler.Trigger) {}
+
 func (r *recorder) StopFiring(shard int) scheduler.Released {
 	return scheduler.Released{StoppedAt: time.Now()}
 }

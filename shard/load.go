@@ -13,8 +13,8 @@ import (
 var _ scheduler.Loader = store{}
 
 // A Grant's Deadline is the session itself, whose absolute instant the
-// exec supervisor gets (scheduler.DeadlineAt).
-var _ scheduler.DeadlineAt = (*lease.Session)(nil)
+// exec supervisor gets (scheduler.Deadline).
+var _ scheduler.Deadline = (*lease.Session)(nil)
 
 // Load reads one job record under the shard's fence (scheduler.Loader).
 // The scheduler uses it after ErrStale, most often its own earlier write

@@ -37,6 +37,11 @@ type Handler interface {
 	// return, without waiting for its runs; Drain follows it. Called
 	// under the same conditions as Drain.
 	StopFiring(shard int) scheduler.Released
+	// Triggered hands over a trigger request of a shard this node holds,
+	// under the token of its Grant. It may be called many times for one
+	// request, from the Manager's trigger watcher and from acquisitions; it
+	// must not block for long.
+	Triggered(scheduler.Trigger)
 }
 
 // Manager keeps this node's share of the shards. Build it with New, run it
@@ -178,10 +183,8 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	pctx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe() // before the Wait above: Run may return before ctx ends
 	m.bg.Go(func() { m.probeContact(pctx) })
-	if th, ok := m.h.(TriggerHandler); ok {
-		m.trig = newTriggers(m, th) // before any acquisition: grant reads it
-		m.bg.Go(func() { m.trig.run(ctx) })
-	}
+	m.trig = newTriggers(m, h) // before any acquisition: grant reads it
+	m.bg.Go(func() { m.trig.run(ctx) })
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0
 	for ctx.Err() == nil {

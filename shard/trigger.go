@@ -30,17 +30,6 @@ const DefaultTriggerExpiry = 10 * time.Minute
 // TriggerFormat is the format of a trigger request's value.
 const TriggerFormat = 1
 
-// TriggerHandler is implemented by a Handler that runs trigger requests
-// (*scheduler.Scheduler does). When the Handler implements it, the Manager
-// watches trigger requests.
-type TriggerHandler interface {
-	// Triggered hands over a request of a shard this node holds, under the
-	// token of its Grant. It may be called many times for one request, from
-	// the Manager's trigger watcher and from acquisitions; it must not block
-	// for long.
-	Triggered(scheduler.Trigger)
-}
-
 // TriggerRequest is the value of a trigger request key.
 type TriggerRequest struct {
 	Format      int       `json:"format"`
@@ -64,7 +53,7 @@ type pendingTrigger struct {
 // for concurrent use.
 type triggers struct {
 	m  *Manager
-	th TriggerHandler
+	th Handler
 
 	mu      sync.Mutex
 	pending map[string]pendingTrigger // by key
@@ -72,16 +61,13 @@ type triggers struct {
 	listed  int64                     // revision of the last listing
 }
 
-func newTriggers(m *Manager, th TriggerHandler) *triggers {
+func newTriggers(m *Manager, th Handler) *triggers {
 	return &triggers{m: m, th: th, pending: map[string]pendingTrigger{}, granted: map[int]int64{}}
 }
 
 // grantedShard records that the Handler holds shard s under token, and
 // hands it the shard's pending requests. Called once Acquired returned.
 func (t *triggers) grantedShard(s int, token int64) {
-	if t == nil {
-		return
-	}
 	t.mu.Lock()
 	t.granted[s] = token
 	var out []pendingTrigger

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/scheduler"
+	"golang.org/x/sys/unix"
 )
 
 // The scheduler's ports, as each simulated node implements them: every
@@ -42,6 +43,20 @@ func (s *session) Remaining() time.Duration {
 }
 
 func (s *session) deadlineAt() time.Time { return time.Unix(0, s.deadline.Load()) }
+
+// Deadline is the instant Remaining points at, on the real CLOCK_BOOTTIME
+// (the bubble fakes only time.Now); the sim's runner never reads it.
+func (s *session) Deadline() time.Duration {
+	rem := s.Remaining()
+	if rem <= 0 {
+		return 0
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano()) + rem
+}
 
 // probeEvery is the shard package's contact probe period: while a node
 // reaches the store, its latest answered request is at most this old.
