@@ -171,9 +171,9 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 	if !rec.firing() || rec.e.job.Suspend {
 		return
 	}
-	if from.Before(rec.hi) {
-		from = rec.hi
-	}
+	// No tick at or before the job's Since or resume runs, whatever this
+	// owner's clock says now (config.Job.NotBefore).
+	from = later(later(from, rec.hi), rec.e.job.NotBefore())
 	if next := rec.e.sched.Next(from); !next.IsZero() {
 		s.pushTimer(claimTimer(rec, next, s.horizon()))
 	}

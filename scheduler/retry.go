@@ -47,6 +47,12 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 		if err := r.sh.check(); err != nil {
 			return Result{Status: StatusCancelled, Detail: fmt.Sprintf("attempt %d not started: %v", n+1, err), Output: res.Output}, n
 		}
+		if r.suspended.Load() {
+			// Suspending a job starts nothing more of it, a retry included;
+			// the run ends with the attempt that failed.
+			res.Detail = fmt.Sprintf("%s; attempt %d not started: job suspended", res.Detail, n+1)
+			return res, n
+		}
 		s.m.retries.Inc()
 	}
 }
