@@ -81,6 +81,8 @@ type History struct {
 	Replaced map[string]map[time.Time]bool
 	// SkippedTriggers: trigger ids recorded as skipped after their claim.
 	SkippedTriggers map[string]bool
+	// Faults is everything the nemesis did, by node (noQuietRepeat).
+	Faults []Fault
 	// Skew is the largest step of any owner's wall clock in the seed: an
 	// owner judges "due" on its own clock, so when a tick came due (for
 	// forbid, or against a suspension's edges) is known only within it.
@@ -90,7 +92,7 @@ type History struct {
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
-		Skew: w.maxSkew, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers}
+		Skew: w.maxSkew, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers, Faults: w.faults}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
 	}
@@ -156,7 +158,7 @@ func earliest(a, b time.Time) time.Time {
 func Check(h *History) []Violation {
 	var vs []Violation
 	for _, p := range []func(*History) []Violation{
-		noLostTick, noUnmarkedRepeat, noSuspendedRun, noRunPastDeadline, forbidNeverOverlaps, manualOnce,
+		noLostTick, noUnmarkedRepeat, noQuietRepeat, noSuspendedRun, noRunPastDeadline, forbidNeverOverlaps, manualOnce,
 	} {
 		vs = append(vs, p(h)...)
 	}

@@ -33,6 +33,16 @@ func Default() Config {
 
 // Event is one thing the sim saw happen outside the runs: ownership,
 // faults, store writes, job set changes.
+// Fault is one thing the nemesis did to a node (Node "": to the store, so
+// to every node) over [From, To]: a crash, pause, partition, stall, clock
+// step, or a store call of the node dropped, answered late or its answer
+// lost.
+type Fault struct {
+	Node     string
+	From, To time.Time
+	What     string
+}
+
 type Event struct {
 	At    time.Time
 	Node  string

@@ -42,6 +42,10 @@ func (nm *nemesis) decideCall(c *call, now time.Time) {
 	}
 	if r.Float64() < nm.pSlow {
 		c.readyAt = now.Add(300*time.Millisecond + time.Duration(r.Int64N(int64(3*time.Second))))
+		nm.w.faults = append(nm.w.faults, Fault{c.n.name, now, c.readyAt, "slow call"})
+	}
+	if c.fate != fateOK {
+		nm.w.faults = append(nm.w.faults, Fault{c.n.name, now, c.readyAt, "call dropped or its answer lost"})
 	}
 	if n := c.n; now.Before(n.partUntil) && n.partFail {
 		c.failAt = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(2*time.Second))))
@@ -137,6 +141,7 @@ func (nm *nemesis) fault(now time.Time) {
 		if n.alive && n.resume == nil {
 			w.stopNode(n, "nemesis")
 			n.restartAt = now.Add(time.Second + time.Duration(r.Int64N(int64(20*time.Second))))
+			w.faults = append(w.faults, Fault{n.name, now, n.restartAt, "crash"})
 		}
 	case k < 14:
 		if n.alive && n.resume == nil {
@@ -145,6 +150,7 @@ func (nm *nemesis) fault(now time.Time) {
 			n.resume = make(chan struct{})
 			w.mu.Unlock()
 			w.contact(n, now)
+			w.faults = append(w.faults, Fault{n.name, now, n.pausedUntil, "pause"})
 			w.note(n.name, -1, "", fmt.Sprintf("paused until %s", ts(n.pausedUntil)))
 		}
 	case k < 22:
@@ -152,6 +158,7 @@ func (nm *nemesis) fault(now time.Time) {
 			n.partUntil = now.Add(500*time.Millisecond + time.Duration(r.Int64N(int64(15*time.Second))))
 			n.partFail = r.IntN(2) == 0
 			w.contact(n, now)
+			w.faults = append(w.faults, Fault{n.name, now, n.partUntil, "partition"})
 			w.note(n.name, -1, "", fmt.Sprintf("partitioned from the store until %s (fail %v)", ts(n.partUntil), n.partFail))
 		}
 	case k < 42:
@@ -171,6 +178,7 @@ func (nm *nemesis) fault(now time.Time) {
 			for _, n := range w.nodes {
 				w.contact(n, now)
 			}
+			w.faults = append(w.faults, Fault{"", now, w.stallUntil, "store stall"})
 			w.note("", -1, "", fmt.Sprintf("store stalled until %s", ts(w.stallUntil)))
 		}
 	case k < 70:
@@ -178,6 +186,7 @@ func (nm *nemesis) fault(now time.Time) {
 		// either way, from where it is now: skew between owners.
 		d := time.Duration(r.Int64N(int64(10*time.Second))) - 5*time.Second
 		w.stepClock(n, d)
+		w.faults = append(w.faults, Fault{n.name, now, now, "clock step"})
 		w.note(n.name, -1, "", fmt.Sprintf("wall clock stepped to %+v off", d.Round(time.Millisecond)))
 	case k < 99 || !w.cfg.Bursts:
 		nm.trigger(now, 1)

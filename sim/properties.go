@@ -124,12 +124,68 @@ func noUnmarkedRepeat(h *History) []Violation {
 			first[k] = r
 			continue
 		}
-		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) {
+		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) || earlyBeforeReadd(h, f, r) {
 			continue
 		}
 		v := Violation{Property: "no unmarked repeat", Job: r.Job, Detail: fmt.Sprintf("tick %s ran at %s (%s token %d) and again unmarked at %s (%s token %d)",
 			ts(r.Tick), ts(f.Start), f.Node, f.Token, ts(r.Start), r.Node, r.Token)}
 		v.From, v.To = around(earliest(r.Tick, f.Start), r.Start)
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// earlyBeforeReadd reports the one repeat docs/semantics.md leaves to the
+// receiver's idempotency key: an owner whose clock ran ahead ran the tick
+// of f early, before its time; the job was then removed and added again,
+// with a Since before that tick, so the job's new life runs the tick (r)
+// as its own. What the old life ran left etcd with its record.
+func earlyBeforeReadd(h *History, f, r Run) bool {
+	if !f.Start.Before(f.Tick) {
+		return false
+	}
+	return slices.ContainsFunc(h.lives()[r.Job], func(s stretch) bool {
+		since := s.job.Since
+		return since.After(f.Start) && !since.After(r.Start) && since.Before(r.Tick)
+	})
+}
+
+// quietGap is how long after a run's end its completion must be durable
+// when nothing goes wrong (issue 21: a fault that begins at least 300 ms
+// after the last run ended causes no repeat).
+const quietGap = 300 * time.Millisecond
+
+// noQuietRepeat: a tick that ran to its end is run again (as a marked
+// re-run) only if a fault touched its owner between the run's start and
+// quietGap after its end: a crash, pause, partition, store stall, clock
+// step, or one of its store calls dropped, slowed or its answer lost. A
+// fault that lands between runs costs no repeat.
+func noQuietRepeat(h *History) []Violation {
+	var vs []Violation
+	type key struct {
+		job  string
+		tick time.Time
+	}
+	first := map[key]Run{}
+	for _, r := range spans(h.Runs) {
+		k := key{r.Job, r.Tick}
+		f, seen := first[k]
+		if !seen {
+			first[k] = r
+			continue
+		}
+		if !r.Rerun || r.Token == f.Token || f.Cause != "" || f.End.IsZero() {
+			continue // a retry, a run cut short, or one still running
+		}
+		from, to := f.ownerStart(), f.End.Add(quietGap)
+		if slices.ContainsFunc(h.Faults, func(x Fault) bool {
+			return (x.Node == "" || x.Node == f.Node) && !x.From.After(to) && !x.To.Before(from)
+		}) {
+			continue
+		}
+		v := Violation{Property: "no repeat for a quiet fault", Job: r.Job, Detail: fmt.Sprintf(
+			"tick %s ran to its end (%s) without a fault on its owner, and ran again: %s", ts(r.Tick), f, r)}
+		v.From, v.To = around(from.Add(-time.Second), r.Start)
 		vs = append(vs, v)
 	}
 	return vs
@@ -150,7 +206,7 @@ func noSuspendedRun(h *History) []Violation {
 			case r.Trigger == "" && r.Tick.After(s[0].Add(h.Skew)) && !r.Tick.After(s[1].Add(-h.Skew)):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
 					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
-			case r.ownerStart().After(s[0]) && r.ownerStart().Before(s[1]) && r.Attempt <= 1: // a retry is part of its tick's run
+			case r.ownerStart().After(s[0]) && r.ownerStart().Before(s[1]):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)))
 			case r.Trigger == "" && !r.Tick.After(s[1]) && r.ownerStart().After(s[1]) &&

@@ -44,6 +44,7 @@ type world struct {
 	stallUntil time.Time
 	rehandAt   time.Time
 	triggers   map[string]trigInfo
+	faults     []Fault // what the nemesis did, for the checker
 }
 
 type trigInfo struct {
