@@ -30,7 +30,11 @@ type Run struct {
 	Start    time.Time // it reached the receiver
 	End      time.Time
 	Cause    string
+	Failed   bool // the receiver said no: a retry may follow after a backoff
 	Deadline time.Time // the owner's safe deadline when it started
+	// EndDeadline is the owner's safe deadline when the run ended (zero if
+	// the owner was gone by then).
+	EndDeadline time.Time
 }
 
 // ownerStart is when the owner began counting r as running.
@@ -104,7 +108,7 @@ func (w *world) history() *History {
 	for _, r := range w.runs {
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: r.run.Job.Name, Tick: r.run.Tick, Token: r.run.Token,
 			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Start: r.start, End: r.end,
-			Cause: r.cause, Deadline: r.deadAt})
+			Cause: r.cause, Failed: r.fail, Deadline: r.deadAt, EndDeadline: r.endDead})
 	}
 	// Canonical order: the order runs started at one instant is the
 	// runtime's, not the seed's.

@@ -24,7 +24,7 @@ func tiny(j config.Job) *History {
 		Triggers: map[string]trigInfo{}, Consumed: map[string]string{}, Pending: map[string]bool{},
 		Final: map[string]scheduler.Record{"j": {LastClaimed: at(20)}}}
 	for s := 2.0; s <= 20; s += 2 {
-		h.Runs = append(h.Runs, Run{Node: "n1", Job: "j", Tick: at(s), Token: 5, Attempt: 1, Start: at(s), End: at(s + 0.5), Deadline: at(100)})
+		h.Runs = append(h.Runs, Run{Node: "n1", Job: "j", Tick: at(s), Token: 5, Attempt: 1, Start: at(s), End: at(s + 0.5), Deadline: at(100), EndDeadline: at(100)})
 	}
 	return h
 }

@@ -102,7 +102,7 @@ func spans(runs []Run) []Run {
 			out[i].Called = r.Called
 		}
 		if r.End.After(out[i].End) {
-			out[i].End = r.End
+			out[i].End, out[i].Cause, out[i].Failed = r.End, r.Cause, r.Failed // how the last attempt ended
 		}
 	}
 	return out
@@ -174,10 +174,13 @@ func noQuietRepeat(h *History) []Violation {
 			first[k] = r
 			continue
 		}
-		if !r.Rerun || r.Token == f.Token || f.Cause != "" || f.End.IsZero() {
-			continue // a retry, a run cut short, or one still running
+		if !r.Rerun || r.Token == f.Token || f.Cause != "" || f.Failed || f.End.IsZero() {
+			continue // a retry, a run cut short, one still running or in a retry's backoff
 		}
 		from, to := f.ownerStart(), f.End.Add(quietGap)
+		if f.EndDeadline.Before(to) {
+			continue // its owner's session was running out as it ended (renewals failed earlier): a fault in progress
+		}
 		if slices.ContainsFunc(h.Faults, func(x Fault) bool {
 			return (x.Node == "" || x.Node == f.Node) && !x.From.After(to) && !x.To.Before(from)
 		}) {

@@ -292,9 +292,12 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 }
 
 // endRun records the end of a run and waits for the sim's leave to return.
-func (w *world) endRun(rec *runRec, ctx context.Context) scheduler.Result {
+func (w *world) endRun(n *node, rec *runRec, ctx context.Context) scheduler.Result {
 	w.mu.Lock()
 	rec.end, rec.ended = time.Now(), true
+	if n.alive && n.inc == rec.inc {
+		rec.endDead = n.sess.deadlineAt()
+	}
 	res := scheduler.Result{Status: scheduler.StatusSucceeded}
 	switch {
 	case ctx.Err() != nil && !isDone(rec.done):

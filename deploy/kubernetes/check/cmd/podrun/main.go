@@ -18,6 +18,7 @@ import (
 	"path"
 	"strings"
 
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardcron/shardcron/deploy/kubernetes/check"
@@ -56,56 +57,17 @@ func run() error {
 		"kind":       "Kustomization",
 		"resources":  []string{path.Join("..", "..", *dir)},
 	}
-	var gens, cms []map[string]any
-	files := map[string][]string{}
-	var order []string
-	for i, s := range secrets {
-		name, key, file, ok := split3(s)
-		if !ok {
-			return fmt.Errorf("-secret %q: want NAME=KEY=FILE", s)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("-secret %s: %w", name, err)
-		}
-		f := fmt.Sprintf("secret-%d", i)
-		if err := fsys.WriteFile(path.Join(overlay, f), b); err != nil {
-			return err
-		}
-		if _, seen := files[name]; !seen {
-			order = append(order, name)
-		}
-		files[name] = append(files[name], key+"="+f)
+	gens, err := secretGenerators(fsys, overlay, secrets)
+	if err != nil {
+		return err
 	}
-	for _, name := range order {
-		gens = append(gens, map[string]any{"name": name, "files": files[name]})
+	cms, err := configMapMerges(literals)
+	if err != nil {
+		return err
 	}
-	lits := map[string][]string{}
-	order = nil
-	for _, l := range literals {
-		name, kv, ok := strings.Cut(l, "=")
-		if !ok || !strings.Contains(kv, "=") {
-			return fmt.Errorf("-literal %q: want NAME=KEY=VALUE", l)
-		}
-		if _, seen := lits[name]; !seen {
-			order = append(order, name)
-		}
-		lits[name] = append(lits[name], kv)
-	}
-	for _, name := range order {
-		cms = append(cms, map[string]any{"name": name, "behavior": "merge", "literals": lits[name]})
-	}
-	var imgs []map[string]any
-	for _, im := range images {
-		name, ref, ok := strings.Cut(im, "=")
-		if !ok {
-			return fmt.Errorf("-image %q: want NAME=REF", im)
-		}
-		newName, tag := ref, ""
-		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-			newName, tag = ref[:i], ref[i+1:]
-		}
-		imgs = append(imgs, map[string]any{"name": name, "newName": newName, "newTag": tag})
+	imgs, err := imageOverrides(images)
+	if err != nil {
+		return err
 	}
 	if gens != nil {
 		k["secretGenerator"] = gens
@@ -134,6 +96,76 @@ func run() error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(desc)
+}
+
+// secretGenerators writes each -secret file into the overlay and returns
+// the kustomization's secretGenerator entries, one per Secret, in the order
+// first named.
+func secretGenerators(fsys filesys.FileSystem, overlay string, secrets list) ([]map[string]any, error) {
+	var gens []map[string]any
+	files := map[string][]string{}
+	var order []string
+	for i, s := range secrets {
+		name, key, file, ok := split3(s)
+		if !ok {
+			return nil, fmt.Errorf("-secret %q: want NAME=KEY=FILE", s)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("-secret %s: %w", name, err)
+		}
+		f := fmt.Sprintf("secret-%d", i)
+		if err := fsys.WriteFile(path.Join(overlay, f), b); err != nil {
+			return nil, err
+		}
+		if _, seen := files[name]; !seen {
+			order = append(order, name)
+		}
+		files[name] = append(files[name], key+"="+f)
+	}
+	for _, name := range order {
+		gens = append(gens, map[string]any{"name": name, "files": files[name]})
+	}
+	return gens, nil
+}
+
+// configMapMerges returns the configMapGenerator entries that merge each
+// -literal into its ConfigMap.
+func configMapMerges(literals list) ([]map[string]any, error) {
+	var cms []map[string]any
+	lits := map[string][]string{}
+	var order []string
+	for _, l := range literals {
+		name, kv, ok := strings.Cut(l, "=")
+		if !ok || !strings.Contains(kv, "=") {
+			return nil, fmt.Errorf("-literal %q: want NAME=KEY=VALUE", l)
+		}
+		if _, seen := lits[name]; !seen {
+			order = append(order, name)
+		}
+		lits[name] = append(lits[name], kv)
+	}
+	for _, name := range order {
+		cms = append(cms, map[string]any{"name": name, "behavior": "merge", "literals": lits[name]})
+	}
+	return cms, nil
+}
+
+// imageOverrides returns the kustomization's images entries for -image.
+func imageOverrides(images list) ([]map[string]any, error) {
+	var imgs []map[string]any
+	for _, im := range images {
+		name, ref, ok := strings.Cut(im, "=")
+		if !ok {
+			return nil, fmt.Errorf("-image %q: want NAME=REF", im)
+		}
+		newName, tag := ref, ""
+		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			newName, tag = ref[:i], ref[i+1:]
+		}
+		imgs = append(imgs, map[string]any{"name": name, "newName": newName, "newTag": tag})
+	}
+	return imgs, nil
 }
 
 func split3(s string) (a, b, c string, ok bool) {
