@@ -30,7 +30,7 @@ type Run struct {
 	Start    time.Time // it reached the receiver
 	End      time.Time
 	Cause    string
-	Failed   bool // the receiver said no: a retry may follow after a backoff
+	Failed   bool      // the receiver said no: a retry may follow after a backoff
 	Deadline time.Time // the owner's safe deadline when it started
 	// EndDeadline is the owner's safe deadline when the run ended (zero if
 	// the owner was gone by then).
