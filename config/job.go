@@ -146,9 +146,15 @@ func (j *Job) FiresFrom(anchor time.Time) (cronspec.Schedule, error) {
 }
 
 // Shape is what bounds and spreads the job's schedule beyond its spec,
-// with MaxRuns counted from anchor.
+// with MaxRuns counted from anchor. A jittered schedule has no tick at or
+// before NotBefore: the scheduler runs none, yet its fire could fall after
+// (a schedule without jitter stays shared between jobs: no per-job bound).
 func (j *Job) Shape(anchor time.Time) cronspec.Shape {
-	return cronspec.Shape{StartAt: j.StartAt, EndAt: j.EndAt, MaxRuns: j.MaxRuns, Anchor: anchor, Jitter: j.Jitter.D(), Name: j.Name}
+	sh := cronspec.Shape{StartAt: j.StartAt, EndAt: j.EndAt, MaxRuns: j.MaxRuns, Anchor: anchor, Jitter: j.Jitter.D(), Name: j.Name}
+	if j.Jitter > 0 {
+		sh.After = j.NotBefore()
+	}
+	return sh
 }
 
 // Shaped reports whether anything beyond the spec and zone shapes the

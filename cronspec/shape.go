@@ -15,6 +15,9 @@ type Shape struct {
 	// StartAt and EndAt bound the ticks: none before StartAt, none after
 	// EndAt. Zero: unbounded on that side.
 	StartAt, EndAt time.Time
+	// After: no tick at or before it (the job's first apply: with a jitter,
+	// a tick before it could fire after it). Zero: none.
+	After time.Time
 	// MaxRuns, when above 0, keeps only the first MaxRuns ticks strictly
 	// after Anchor (the job's first apply) and within the window.
 	MaxRuns int
@@ -39,8 +42,12 @@ func (a at) Next(t time.Time) time.Time {
 
 // Apply returns s bounded by sh's window and MaxRuns, then jittered.
 func (sh Shape) Apply(s Schedule) Schedule {
-	if !sh.StartAt.IsZero() || !sh.EndAt.IsZero() {
-		s = window{s: s, start: sh.StartAt, end: sh.EndAt}
+	after := sh.After
+	if !sh.StartAt.IsZero() && !sh.StartAt.Add(-time.Nanosecond).Before(after) {
+		after = sh.StartAt.Add(-time.Nanosecond) // the first tick at or after StartAt
+	}
+	if !after.IsZero() || !sh.EndAt.IsZero() {
+		s = window{s: s, after: after, end: sh.EndAt}
 	}
 	if sh.MaxRuns > 0 && !sh.Anchor.IsZero() {
 		s = &limited{s: s, n: sh.MaxRuns, anchor: sh.Anchor}
@@ -51,15 +58,15 @@ func (sh Shape) Apply(s Schedule) Schedule {
 	return s
 }
 
-// window keeps the ticks of s in [start, end].
+// window keeps the ticks of s in (after, end].
 type window struct {
 	s          Schedule
-	start, end time.Time // zero: unbounded
+	after, end time.Time // zero: unbounded
 }
 
 func (w window) Next(t time.Time) time.Time {
-	if !w.start.IsZero() && t.Before(w.start) {
-		t = w.start.Add(-time.Nanosecond) // the first tick at or after start
+	if t.Before(w.after) {
+		t = w.after
 	}
 	n := w.s.Next(t)
 	if !w.end.IsZero() && n.After(w.end) {
