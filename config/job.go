@@ -122,14 +122,10 @@ type Job struct {
 
 // Fires returns the job's schedule as the scheduler runs it: its spec (or
 // its one-shot At) within StartAt and EndAt, cut after MaxRuns ticks
-// counted from Since, each tick's fire delayed by Jitter. Its times are
-// fires; cronspec.Nominal names each fire's tick.
-func (j *Job) Fires() (cronspec.Schedule, error) { return j.FiresFrom(j.Since) }
-
-// FiresFrom is Fires with MaxRuns counted from anchor instead of Since
-// (validate: the job as if first applied at anchor). A zero anchor counts
-// from StartAt, or not at all.
-func (j *Job) FiresFrom(anchor time.Time) (cronspec.Schedule, error) {
+// counted from Since (from StartAt, or not at all, when Since is zero),
+// each tick's fire delayed by Jitter. Its times are fires;
+// cronspec.Nominal names each fire's tick.
+func (j *Job) Fires() (cronspec.Schedule, error) {
 	var base cronspec.Schedule
 	if !j.At.IsZero() {
 		base = cronspec.At(j.At)
@@ -139,6 +135,7 @@ func (j *Job) FiresFrom(anchor time.Time) (cronspec.Schedule, error) {
 			return nil, err
 		}
 	}
+	anchor := j.Since
 	if anchor.IsZero() && !j.StartAt.IsZero() {
 		anchor = j.StartAt.Add(-time.Nanosecond)
 	}
