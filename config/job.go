@@ -61,7 +61,7 @@ type Job struct {
 	// StartAt (RFC 3339): no tick before it.
 	StartAt time.Time `yaml:"start_at,omitempty" json:"start_at,omitzero"`
 	// EndAt (RFC 3339): no tick after it. A job whose EndAt has passed is
-	// kept and shown as finished.
+	// kept, not refused: it is shown as done once its last tick is decided.
 	EndAt time.Time `yaml:"end_at,omitempty" json:"end_at,omitzero"`
 	// MaxRuns, when given, keeps only the job's first MaxRuns ticks after
 	// its first apply (and after StartAt): 1 to MaxMaxRuns (100,000). A

@@ -48,3 +48,20 @@ func TestFiresCountsMaxRunsFromSince(t *testing.T) {
 		t.Errorf("applied an hour later: first fire %v, want an hour later", got)
 	}
 }
+
+// TestOneShotExportsBack: export's JSON form of a one-shot job (an empty
+// schedule beside at) parses back to the same job.
+func TestOneShotExportsBack(t *testing.T) {
+	jobs, err := ParseJobs("jobs.yaml", []byte("jobs:\n  - {name: once, at: 2026-12-24T18:00:00Z, jitter: 10s, exec: {command: [x]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := MarshalJobsJSON(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseJobs("export.json", b)
+	if err != nil || len(back) != 1 || !back[0].At.Equal(jobs[0].At) || back[0].Jitter != jobs[0].Jitter {
+		t.Fatalf("back: %+v, %v\n%s", back, err, b)
+	}
+}
