@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -162,6 +163,21 @@ func (d *decoder) duration(v *yaml.Node, field string) (Duration, bool) {
 		return 0, false
 	}
 	return x, true
+}
+
+// timestamp reads an RFC 3339 time, such as 2026-12-24T18:00:00Z, quoted
+// or not (yaml.v3 tags it !!timestamp unquoted).
+func (d *decoder) timestamp(v *yaml.Node, field string) (time.Time, bool) {
+	if v.Kind != yaml.ScalarNode || (v.Tag != "!!str" && v.Tag != "!!timestamp") {
+		d.errorf(v, field, "must be an RFC 3339 time such as 2026-12-24T18:00:00Z, found %s", kindName(v))
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v.Value))
+	if err != nil {
+		d.errorf(v, field, "%q is not an RFC 3339 time such as 2026-12-24T18:00:00Z (a date, a time and a zone offset or Z)", v.Value)
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func (d *decoder) list(v *yaml.Node, field string) ([]*yaml.Node, bool) {

@@ -12,6 +12,9 @@
 // anchors and aliases, files over MaxFileSize (64 MiB), more than MaxJobs
 // (100,000) jobs, bad or duplicate names, cron specs that are malformed or
 // never fire, TZ= prefixes, unknown time zones, negative or absurd durations,
+// a schedule beside a one-shot at (or neither), timestamps that are not RFC
+// 3339, an end_at before its start_at, max_runs below 1, a jitter that is
+// not whole seconds or exceeds the schedule's shortest gap,
 // a missing or second run target, bad URLs and ${NAME} references outside
 // SHARDCRON_JOB_* are all errors.
 //

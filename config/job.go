@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/shardcron/shardcron/cronspec"
+)
 
 // Concurrency says what a tick does while the job's previous run is still
 // going.
@@ -43,10 +47,32 @@ type Job struct {
 	// A field may use H, H(a-b), H/n or H(a-b)/n: a stable value hashed
 	// from the job's name ("H H * * * *" spreads jobs over the hour). See
 	// package cronspec for the DST rules and what is rejected.
-	Schedule string `yaml:"schedule" json:"schedule"`
+	// Required unless At is given.
+	Schedule string `yaml:"schedule,omitempty" json:"schedule"`
 	// Timezone is the IANA zone the schedule's fields are read in; default
 	// UTC.
 	Timezone string `yaml:"timezone,omitempty" json:"timezone,omitempty"`
+	// At makes a one-shot job, instead of a schedule: it runs once, at this
+	// instant (RFC 3339, a whole second), or, if no owner held it then,
+	// when an owner comes back (misfire and starting deadline apply). Once
+	// its tick is decided it never runs again; an At before the job's first
+	// apply never runs.
+	At time.Time `yaml:"at,omitempty" json:"at,omitzero"`
+	// StartAt (RFC 3339): no tick before it.
+	StartAt time.Time `yaml:"start_at,omitempty" json:"start_at,omitzero"`
+	// EndAt (RFC 3339): no tick after it. A job whose EndAt has passed is
+	// kept, not refused: it is shown as done once its last tick is decided.
+	EndAt time.Time `yaml:"end_at,omitempty" json:"end_at,omitzero"`
+	// MaxRuns, when given, keeps only the job's first MaxRuns ticks after
+	// its first apply (and after StartAt): 1 to MaxMaxRuns (100,000). A
+	// tick skipped by policy counts as one of them. Then the job is done.
+	MaxRuns int `yaml:"max_runs,omitempty" json:"max_runs,omitempty"`
+	// Jitter delays each tick's run by a pseudo-random whole number of
+	// seconds in [0, jitter), from the job's name and the tick, the same on
+	// every replica; the run's tick (its idempotency key) stays the
+	// scheduled one. At least 2s, whole seconds, at most the shortest gap
+	// between two ticks of the schedule.
+	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// HTTP: send a request on every tick.
 	HTTP *HTTPTarget `yaml:"http,omitempty" json:"http,omitempty"`
 	// Exec: start a process on every tick.
@@ -92,6 +118,46 @@ type Job struct {
 	// not a misfire. Set by the job store, not the file; zero if the job was
 	// never resumed.
 	Resumed time.Time `yaml:"-" json:"resumed,omitzero"`
+}
+
+// Fires returns the job's schedule as the scheduler runs it: its spec (or
+// its one-shot At) within StartAt and EndAt, cut after MaxRuns ticks
+// counted from Since (from StartAt, or not at all, when Since is zero),
+// each tick's fire delayed by Jitter. Its times are fires;
+// cronspec.Nominal names each fire's tick.
+func (j *Job) Fires() (cronspec.Schedule, error) {
+	var base cronspec.Schedule
+	if !j.At.IsZero() {
+		base = cronspec.At(j.At)
+	} else {
+		var err error
+		if base, err = cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err != nil {
+			return nil, err
+		}
+	}
+	anchor := j.Since
+	if anchor.IsZero() && !j.StartAt.IsZero() {
+		anchor = j.StartAt.Add(-time.Nanosecond)
+	}
+	return j.Shape(anchor).Apply(base), nil
+}
+
+// Shape is what bounds and spreads the job's schedule beyond its spec,
+// with MaxRuns counted from anchor. A jittered schedule has no tick at or
+// before NotBefore: the scheduler runs none, yet its fire could fall after
+// (a schedule without jitter stays shared between jobs: no per-job bound).
+func (j *Job) Shape(anchor time.Time) cronspec.Shape {
+	sh := cronspec.Shape{StartAt: j.StartAt, EndAt: j.EndAt, MaxRuns: j.MaxRuns, Anchor: anchor, Jitter: j.Jitter.D(), Name: j.Name}
+	if j.Jitter > 0 {
+		sh.After = j.NotBefore()
+	}
+	return sh
+}
+
+// Shaped reports whether anything beyond the spec and zone shapes the
+// job's schedule, making it the job's own.
+func (j *Job) Shaped() bool {
+	return !j.At.IsZero() || !j.StartAt.IsZero() || !j.EndAt.IsZero() || j.MaxRuns > 0 || j.Jitter > 0
 }
 
 // NotBefore is the instant at or before which no owner runs a tick of the

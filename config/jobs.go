@@ -16,7 +16,7 @@ const (
 )
 
 var (
-	jobFields   = []string{"name", "schedule", "timezone", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output"}
+	jobFields   = []string{"name", "schedule", "timezone", "at", "start_at", "end_at", "max_runs", "jitter", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output"}
 	httpFields  = []string{"url", "method", "headers", "body", "expect_status", "follow_redirects"}
 	execFields  = []string{"command", "dir"}
 	retryFields = []string{"attempts", "backoff"}
@@ -161,6 +161,24 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			j.Schedule, _ = d.str(v, key)
 		case "timezone":
 			j.Timezone, _ = d.nonEmpty(v, key, "omit it for UTC")
+		case "at":
+			var ok bool
+			if j.At, ok = d.timestamp(v, key); !ok {
+				d.failed["schedule"] = true // schedule or at cannot be judged
+			}
+		case "start_at":
+			j.StartAt, _ = d.timestamp(v, key)
+		case "end_at":
+			j.EndAt, _ = d.timestamp(v, key)
+		case "max_runs":
+			if n, ok := d.integer(v, key); ok {
+				if n == 0 {
+					d.errorf(v, key, "must be at least 1 (omit it for no limit)")
+				}
+				j.MaxRuns = n
+			}
+		case "jitter":
+			j.Jitter, _ = d.duration(v, key)
 		case "http":
 			j.HTTP = d.httpTarget(v)
 		case "exec":

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
@@ -126,6 +127,8 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 			map[string]any{"type": "string", "pattern": `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`},
 			map[string]any{"const": 0},
 		}}
+	case t == reflect.TypeFor[time.Time]():
+		return map[string]any{"type": "string", "format": "date-time"}
 	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
 		if _, ok := g.defs[t.Elem().Name()]; !ok {
 			g.defs[t.Elem().Name()] = nil // placeholder against recursion
@@ -160,10 +163,16 @@ func jobsSchema(t *testing.T) ([]byte, *schemaGen) {
 	props := job["properties"].(map[string]any)
 	props["name"].(map[string]any)["pattern"] = jobName.String()
 	props["name"].(map[string]any)["maxLength"] = MaxNameLen
-	job["oneOf"] = []any{
-		map[string]any{"required": []string{"http"}},
-		map[string]any{"required": []string{"exec"}},
-		map[string]any{"required": []string{"func"}},
+	job["allOf"] = []any{
+		map[string]any{"oneOf": []any{
+			map[string]any{"required": []string{"http"}},
+			map[string]any{"required": []string{"exec"}},
+			map[string]any{"required": []string{"func"}},
+		}},
+		map[string]any{"oneOf": []any{
+			map[string]any{"required": []string{"schedule"}},
+			map[string]any{"required": []string{"at"}},
+		}},
 	}
 	g.defs["Job"] = job
 	s := map[string]any{
@@ -244,7 +253,12 @@ func TestJobsSchemaAcceptsWhatParsesAndRejectsTypos(t *testing.T) {
     misfire: run_all
     starting_deadline: 0
     suspend: true
+    start_at: 2026-12-01T00:00:00Z
+    end_at: "2026-12-31T00:00:00+01:00"
+    max_runs: 3
+    jitter: 5s
   - {name: e, schedule: "@every 1m", exec: {command: [/bin/true], dir: /tmp}, env: {K: v}}
+  - {name: once, at: 2026-12-24T18:00:00Z, exec: {command: [/bin/true]}}
 `
 	for _, tc := range []struct {
 		name, file string
@@ -255,6 +269,8 @@ func TestJobsSchemaAcceptsWhatParsesAndRejectsTypos(t *testing.T) {
 		{"typo", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, misfre: skip}\n", false},
 		{"two targets", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, func: f}\n", false},
 		{"bad enum", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, misfire: sometimes}\n", false},
+		{"schedule and at", "jobs:\n  - {name: a, schedule: \"@every 1m\", at: 2026-12-24T18:00:00Z, exec: {command: [x]}}\n", false},
+		{"neither schedule nor at", "jobs:\n  - {name: a, exec: {command: [x]}}\n", false},
 		{"bad duration", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, timeout: 30}\n", false},
 	} {
 		_, perr := ParseJobs(tc.name, []byte(tc.file))

@@ -31,6 +31,16 @@ const (
 	// none; MaxBackoff bounds it.
 	DefaultBackoff = time.Second
 	MaxBackoff     = time.Hour
+	// MaxMaxRuns bounds max_runs: the last of a job's ticks is found by a
+	// walk of max_runs ticks.
+	MaxMaxRuns = 100_000
+	// MinJitter and MaxJitter bound jitter: offsets are whole seconds, so
+	// under 2s there is none.
+	MinJitter = 2 * time.Second
+	MaxJitter = 24 * time.Hour
+	// gapWalk is how many ticks of a schedule are walked to find its
+	// shortest gap, which a jitter may not exceed.
+	gapWalk = 1000
 )
 
 var (
@@ -99,11 +109,20 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		report("timezone", strings.TrimPrefix(err.Error(), "cronspec: "), err)
 		tz = DefaultTimezone // still check the spec itself
 	}
-	if strings.TrimSpace(j.Schedule) == "" {
-		bad("schedule", "is required")
-	} else if _, err := cronspec.ParseJob(j.Schedule, tz, j.Name); err != nil {
-		report("schedule", strings.TrimPrefix(err.Error(), "cronspec: "), err)
+	var sched cronspec.Schedule
+	switch {
+	case !j.At.IsZero() && strings.TrimSpace(j.Schedule) != "":
+		bad("at", "the job also has a schedule: give exactly one of schedule or at (a one-shot job)")
+	case !j.At.IsZero():
+	case strings.TrimSpace(j.Schedule) == "":
+		bad("schedule", "is required (or at, for a one-shot job)")
+	default:
+		var err error
+		if sched, err = cronspec.ParseJob(j.Schedule, tz, j.Name); err != nil {
+			report("schedule", strings.TrimPrefix(err.Error(), "cronspec: "), err)
+		}
 	}
+	validateWhen(j, sched, bad)
 
 	var targets []string
 	if j.HTTP != nil {
@@ -172,6 +191,54 @@ func validatePolicy(j *Job, bad func(field, format string, args ...any)) {
 	}
 	validateRetries(j.Retries, bad)
 }
+
+// validateWhen checks when a job may run: its one-shot instant, its
+// window, max_runs and jitter. sched is the parsed spec, nil for a
+// one-shot job or a spec that does not parse.
+func validateWhen(j *Job, sched cronspec.Schedule, bad func(field, format string, args ...any)) {
+	if !j.At.IsZero() {
+		if j.At.Nanosecond() != 0 {
+			bad("at", "%s must be a whole second", j.At.Format(time.RFC3339Nano))
+		}
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{{"start_at", !j.StartAt.IsZero()}, {"end_at", !j.EndAt.IsZero()}, {"max_runs", j.MaxRuns != 0}} {
+			if f.set {
+				bad(f.field, "a one-shot job (at) runs once, at its instant: it takes no %s", f.field)
+			}
+		}
+	}
+	if !j.StartAt.IsZero() && !j.EndAt.IsZero() && j.EndAt.Before(j.StartAt) {
+		bad("end_at", "%s is before start_at %s", j.EndAt.Format(time.RFC3339), j.StartAt.Format(time.RFC3339))
+	}
+	switch {
+	case j.MaxRuns < 0:
+		bad("max_runs", "must be at least 1 (omit it for no limit)")
+	case j.MaxRuns > MaxMaxRuns:
+		bad("max_runs", "%d is more than the limit of %d", j.MaxRuns, MaxMaxRuns)
+	}
+	switch {
+	case j.Jitter == 0:
+	case j.Jitter < 0:
+		bad("jitter", "must not be negative")
+	case j.Jitter.D() < MinJitter:
+		bad("jitter", "%v is less than %v: offsets are whole seconds in [0, jitter)", j.Jitter, Duration(MinJitter))
+	case j.Jitter.D()%time.Second != 0:
+		bad("jitter", "%v is not a whole number of seconds", j.Jitter)
+	case j.Jitter.D() > MaxJitter:
+		bad("jitter", "%v is more than the limit of %v", j.Jitter, Duration(MaxJitter))
+	case sched != nil:
+		// A tick delayed past the next one would overtake it.
+		if gap := cronspec.MinGap(sched, gapFrom, gapWalk); gap > 0 && j.Jitter.D() > gap {
+			bad("jitter", "%v is longer than the %v between two ticks of the schedule: a delayed tick would overtake the next", j.Jitter, Duration(gap))
+		}
+	}
+}
+
+// gapFrom is where the walk for a schedule's shortest gap starts: a fixed
+// instant, so a file valid today is valid tomorrow.
+var gapFrom = time.Date(2024, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), bad func(field, format string, args ...any)) {
 	if h.URL == "" {

@@ -28,6 +28,13 @@
 //     resolves before the fixed-time test: "H H * * *" is fixed-time,
 //     "H/15 * * * *" an interval job. "H H * * * *" spreads jobs over the
 //     hour's 3,600 seconds.
+//   - A Shape (shape.go) bounds and spreads a schedule and keeps it a
+//     Schedule: a window (no tick before StartAt or after EndAt), the
+//     first MaxRuns ticks after an anchor (the job's first apply), and a
+//     jitter that fires each tick n at n + JitterOffset(name, n, jitter),
+//     whole seconds in [0, jitter), the same on every replica. At is a
+//     one-shot schedule. A jittered schedule's times are fires; Nominal
+//     maps a fire back to its tick, which stays the run's identity.
 //
 // robfig's own Next differs (checked against v3.0.1): it skips a fixed time
 // in a skipped hour altogether ("30 2 * * *" in New York does not run on

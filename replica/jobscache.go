@@ -35,6 +35,7 @@ type cachedRuns struct {
 	inFlight []scheduler.Flight
 	lastRuns []scheduler.Entry
 	err      string
+	done     bool
 	at       time.Time
 }
 
@@ -74,7 +75,7 @@ func (c *runsCache) store(rows []JobView, at time.Time) {
 				break
 			}
 		}
-		c.jobs[r.Name] = cachedRuns{inFlight: r.InFlight, lastRuns: r.LastRuns, err: r.Error, at: at}
+		c.jobs[r.Name] = cachedRuns{inFlight: r.InFlight, lastRuns: r.LastRuns, err: r.Error, done: r.Done, at: at}
 	}
 }
 
@@ -90,7 +91,7 @@ func (c *runsCache) load(rows []JobView, reason string) dashboard.Freshness {
 			f.AsOf = time.Time{}
 			continue
 		}
-		rows[i].InFlight, rows[i].Error = cr.inFlight, cr.err
+		rows[i].InFlight, rows[i].Error, rows[i].Done = cr.inFlight, cr.err, cr.done
 		rows[i].LastRuns = append([]scheduler.Entry{}, cr.lastRuns...)
 		if i == 0 || (!f.AsOf.IsZero() && cr.at.Before(f.AsOf)) {
 			f.AsOf = cr.at

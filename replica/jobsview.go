@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
@@ -26,8 +27,10 @@ type JobView struct {
 	Shard    int    `json:"shard"`
 	Owner    string `json:"owner"`
 	Schedule string `json:"schedule,omitempty"`
-	Timezone string `json:"timezone,omitempty"`
-	Token    int64  `json:"token,omitempty"`
+	// At is a one-shot job's instant (it has no schedule).
+	At       time.Time `json:"at,omitzero"`
+	Timezone string    `json:"timezone,omitempty"`
+	Token    int64     `json:"token,omitempty"`
 	// Next is the next fire after now; zero when there is none.
 	Next      time.Time `json:"next_fire,omitzero"`
 	Suspended bool      `json:"suspended,omitempty"`
@@ -35,8 +38,31 @@ type JobView struct {
 	// (the runs endpoint shows output, not the list).
 	LastRuns []scheduler.Entry  `json:"last_runs"`
 	InFlight []scheduler.Flight `json:"in_flight,omitempty"`
+	// Done: the job will never fire again. Its record has decided every
+	// tick it will ever have and holds none in flight (a one-shot that ran,
+	// a window that ended, max_runs reached). Judged from the record, not
+	// from the clock: a one-shot whose instant passed while nobody owned it
+	// is not done until its owner has caught it up.
+	Done bool `json:"done,omitempty"`
 	// Error says why the job's record could not be read, if it could not.
 	Error string `json:"error,omitempty"`
+
+	// fires is the job's schedule and notBefore its config.Job.NotBefore,
+	// for Done; nil when the job's spec is not known here.
+	fires     cronspec.Schedule
+	notBefore time.Time
+}
+
+// done reports whether a job whose record says rec will never fire again.
+func (v *JobView) done(rec scheduler.Record) bool {
+	if v.fires == nil || len(rec.InFlight) > 0 {
+		return false
+	}
+	from := rec.LastClaimed
+	if v.notBefore.After(from) {
+		from = v.notBefore
+	}
+	return !from.IsZero() && v.fires.Next(from).IsZero()
 }
 
 // LastRunsShown is how many last runs a row of the jobs API carries.
@@ -75,7 +101,9 @@ func selectJobs(jobs []scheduler.JobInfo, specs map[string]*config.Job, owners [
 	for i, j := range jobs {
 		rows[i] = JobView{Name: j.Name, Shard: j.Shard, Next: j.Next, Suspended: j.Suspended, LastRuns: []scheduler.Entry{}}
 		if spec := specs[j.Name]; spec != nil {
-			rows[i].Schedule, rows[i].Timezone = spec.Schedule, spec.Timezone
+			rows[i].Schedule, rows[i].Timezone, rows[i].At = spec.Schedule, spec.Timezone, spec.At
+			rows[i].fires, _ = spec.Fires()
+			rows[i].notBefore = spec.NotBefore()
 		}
 		if j.Shard < len(owners) {
 			rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token
@@ -104,6 +132,7 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 	}
 	for i, b := range records {
 		if b == nil {
+			rows[i].Done = rows[i].done(scheduler.Record{}) // never claimed: done if nothing comes after its first apply
 			continue
 		}
 		rec, err := scheduler.DecodeRecord(b)
@@ -112,6 +141,7 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 			continue
 		}
 		rows[i].InFlight = rec.InFlight
+		rows[i].Done = rows[i].done(rec)
 	}
 	for i, h := range runsOf {
 		for j := len(h) - 1; j >= 0; j-- { // oldest first

@@ -7,7 +7,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
@@ -73,7 +72,7 @@ func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobIn
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
 		infos[i] = scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(j.Name, shards), Suspended: j.Suspend}
-		if sch, err := cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err == nil && !j.Suspend {
+		if sch, err := j.Fires(); err == nil && !j.Suspend {
 			infos[i].Next = sch.Next(now)
 		}
 		specs[j.Name] = j

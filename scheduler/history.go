@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"time"
+
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // DefaultHistoryFlush is how often run history is handed to History: what
@@ -10,6 +12,11 @@ const DefaultHistoryFlush = 2 * time.Second
 
 // addHistory keeps e for the next history flush.
 func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
+	// History names ticks as runs do: a jittered fire by its tick.
+	e.Tick = cronspec.Nominal(rec.e.sched, e.Tick)
+	if !e.First.IsZero() {
+		e.First = cronspec.Nominal(rec.e.sched, e.First)
+	}
 	rec.hist = append(rec.hist, e)
 	s.histPending(rec)
 }

@@ -44,11 +44,13 @@ type table struct {
 	byShard [][]*jobEntry // index: shard
 }
 
-// schedKey names a shared Schedule; a spec with H is its job's own.
+// schedKey names a shared Schedule; a spec with H, and a schedule shaped
+// beyond its spec (config.Job.Shaped: a window, max_runs, a jitter, a
+// one-shot), is its job's own.
 type schedKey struct{ spec, tz, name string }
 
 func keyOf(j *config.Job) schedKey {
-	if cronspec.Hashed(j.Schedule) {
+	if cronspec.Hashed(j.Schedule) || j.Shaped() {
 		return schedKey{j.Schedule, j.Timezone, j.Name}
 	}
 	return schedKey{j.Schedule, j.Timezone, ""}
@@ -84,7 +86,7 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 			sc, ok := scheds[k]
 			if !ok {
 				var err error
-				if sc, err = cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err != nil {
+				if sc, err = j.Fires(); err != nil {
 					log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
 					continue
 				}

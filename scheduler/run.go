@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // run is one tick being run by this node.
@@ -60,7 +62,7 @@ func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bo
 		Cluster:  s.cfg.Cluster,
 		Node:     s.cfg.Node,
 		Job:      rec.e.job,
-		Tick:     tick,
+		Tick:     cronspec.Nominal(rec.e.sched, tick), // a jittered fire's identity is its tick
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,

@@ -49,12 +49,19 @@ type validateResult struct {
 // jobSchedule is one job's schedule as the scheduler reads it: the spec
 // with its H terms resolved for the job's name, and the next fire times.
 type jobSchedule struct {
-	Name      string      `json:"name"`
-	Schedule  string      `json:"schedule"`
-	Resolved  string      `json:"resolved,omitempty"` // set when the spec uses H
-	Timezone  string      `json:"timezone,omitempty"`
-	Suspended bool        `json:"suspended,omitempty"` // fires nothing: no next
-	Next      []time.Time `json:"next,omitempty"`
+	Name      string    `json:"name"`
+	Schedule  string    `json:"schedule"`
+	Resolved  string    `json:"resolved,omitempty"` // set when the spec uses H
+	At        time.Time `json:"at,omitzero"`        // a one-shot job's instant
+	Timezone  string    `json:"timezone,omitempty"`
+	Jitter    string    `json:"jitter,omitempty"`
+	Suspended bool      `json:"suspended,omitempty"` // fires nothing: no next
+	// Next are the fire times: with a jitter, each tick plus its offset,
+	// as every replica computes it.
+	Next []time.Time `json:"next,omitempty"`
+	// Finished: not suspended, yet no fire after --from (a window that
+	// ended, a one-shot past, max_runs counted from --from reached).
+	Finished bool `json:"finished,omitempty"`
 }
 
 // schedulesOf lists every job's next n fire times after from. The jobs
@@ -63,12 +70,20 @@ func schedulesOf(jobs []config.Job, from time.Time, n int) []jobSchedule {
 	out := make([]jobSchedule, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
-		js := jobSchedule{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Suspended: j.Suspend}
+		js := jobSchedule{Name: j.Name, Schedule: j.Schedule, At: j.At, Timezone: j.Timezone, Suspended: j.Suspend}
+		if j.Jitter > 0 {
+			js.Jitter = j.Jitter.String()
+		}
 		if cronspec.Hashed(j.Schedule) {
 			js.Resolved, _ = cronspec.Expand(j.Schedule, j.Name)
 		}
-		if sch, err := cronspec.ParseJob(j.Schedule, j.Timezone, j.Name); err == nil && !j.Suspend {
+		// The job as if first applied at --from: max_runs counts from
+		// there, and no tick at or before it fires.
+		applied := *j
+		applied.Since = from
+		if sch, err := applied.Fires(); err == nil && !j.Suspend {
 			js.Next = cronspec.NextN(sch, from, n)
+			js.Finished = len(js.Next) == 0
 		}
 		out[i] = js
 	}

@@ -64,8 +64,11 @@ func writeStatusTable(w io.Writer, r replica.Status) error {
 	fmt.Fprintf(tw, "\nJOB (%d of %d)\tSHARD\tOWNER\tNEXT FIRE\tLAST RUN\n", len(r.Jobs), r.JobsTotal)
 	for _, j := range r.Jobs {
 		next := stamp(j.Next)
-		if j.Suspended {
+		switch {
+		case j.Suspended:
 			next = "suspended"
+		case j.Done:
+			next = "done"
 		}
 		last := "-"
 		if n := len(j.LastRuns); n > 0 {

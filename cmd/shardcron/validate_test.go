@@ -66,3 +66,48 @@ func TestValidateSchedules(t *testing.T) {
 		t.Errorf("bad H: exit %d, %s", code, stderr)
 	}
 }
+
+// TestValidateShapedSchedules: validate -o json lists a jittered job's
+// fire times (each tick plus its offset, as every replica computes it), a
+// one-shot's instant, max_runs counted from --from, and marks jobs with no
+// fire left as finished; bad values name file, line and field.
+func TestValidateShapedSchedules(t *testing.T) {
+	file := "jobs:\n" +
+		"  - {name: spread, schedule: \"*/30 * * * * *\", jitter: 20s, exec: {command: [\"true\"]}}\n" +
+		"  - {name: once, at: 2026-03-08T00:05:00Z, exec: {command: [\"true\"]}}\n" +
+		"  - {name: twice, schedule: \"@hourly\", max_runs: 2, exec: {command: [\"true\"]}}\n" +
+		"  - {name: ended, schedule: \"@hourly\", end_at: 2026-01-01T00:00:00Z, exec: {command: [\"true\"]}}\n" +
+		"  - {name: gone, at: 2025-01-01T00:00:00Z, exec: {command: [\"true\"]}}\n"
+	from := "2026-03-08T00:00:00Z"
+	out, stderr, code := runCLIStdin(t, file, "validate", "-f", "-", "-o", "json", "--from", from, "--next", "4")
+	var v validateResult
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Schedules) != 5 {
+		t.Fatalf("validate -o json: exit %d, %s %s", code, out, stderr)
+	}
+	at, _ := time.Parse(time.RFC3339, from)
+	base, _ := cronspec.Parse("*/30 * * * * *", "UTC")
+	s := v.Schedules[0]
+	if s.Jitter != "20s" || len(s.Next) != 4 {
+		t.Fatalf("spread: %+v", s)
+	}
+	for i, tick := range cronspec.NextN(base, at, 4) {
+		if want := tick.Add(cronspec.JitterOffset("spread", tick, 20*time.Second)); !s.Next[i].Equal(want) {
+			t.Errorf("spread: next[%d] = %v, want %v", i, s.Next[i], want)
+		}
+	}
+	if s := v.Schedules[1]; len(s.Next) != 1 || !s.Next[0].Equal(at.Add(5*time.Minute)) || s.At.IsZero() {
+		t.Errorf("once: %+v", s)
+	}
+	if s := v.Schedules[2]; len(s.Next) != 2 || s.Finished {
+		t.Errorf("twice: %+v, want 2 fires", s)
+	}
+	for _, s := range v.Schedules[3:] {
+		if !s.Finished || len(s.Next) != 0 {
+			t.Errorf("%s: %+v, want finished", s.Name, s)
+		}
+	}
+	bad := "jobs:\n  - name: x\n    schedule: \"@hourly\"\n    jitter: 2h\n    exec: {command: [\"true\"]}\n"
+	if _, stderr, code = runCLIStdin(t, bad, "validate", "-f", "-"); code == 0 || !strings.Contains(stderr, `<stdin>:4: job "x": field "jitter"`) {
+		t.Errorf("jitter past the period: exit %d, %s", code, stderr)
+	}
+}
