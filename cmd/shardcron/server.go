@@ -80,16 +80,12 @@ func runServer(c *cobra.Command, _ []string) error {
 	etcdSettings := node.Client().Etcd
 	etcdMetrics := newEtcdClientMetrics()
 	if node.EmbeddedEtcd {
-		// A single replica with its own etcd: several replicas each
-		// embedding one would be separate clusters, each firing every job,
-		// which is why server insists on one or the other, explicitly.
-		etcd, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(node.DataDir, "etcd"), Logger: log})
+		endpoint, stop, err := startEmbeddedEtcd(node, log)
 		if err != nil {
 			return err
 		}
-		defer etcd.Close()
-		log.Info("embedded etcd listening", "endpoint", etcd.Endpoint(), "dir", node.DataDir)
-		etcdSettings.Endpoints = []string{etcd.Endpoint()}
+		defer stop()
+		etcdSettings.Endpoints = []string{endpoint}
 	}
 	cli, err := newEtcdClient(etcdSettings, etcdClientOptions{Verbose: node.LogLevel == "debug", DialOptions: etcdMetricsDial(etcdMetrics)})
 	if err != nil {
@@ -129,6 +125,20 @@ func runServer(c *cobra.Command, _ []string) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// startEmbeddedEtcd starts the node's own etcd (--embedded-etcd) and
+// returns its endpoint and how to stop it. A single replica with its own
+// etcd: several replicas each embedding one would be separate clusters,
+// each firing every job, which is why server insists on one or the other,
+// explicitly.
+func startEmbeddedEtcd(node config.Node, log *slog.Logger) (string, func(), error) {
+	etcd, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(node.DataDir, "etcd"), Logger: log})
+	if err != nil {
+		return "", nil, err
+	}
+	log.Info("embedded etcd listening", "endpoint", etcd.Endpoint(), "dir", node.DataDir)
+	return etcd.Endpoint(), func() { etcd.Close() }, nil
 }
 
 // listen binds a replica's HTTP address, serving TLS when tlsCfg is set.
