@@ -21,6 +21,7 @@ var (
 	flagSeed   = flag.Uint64("sim.seed", 0, "replay this one seed, verbosely")
 	flagSeeds  = flag.Int("sim.seeds", 0, "run this many seeds from -sim.start (a long run), across GOMAXPROCS bubbles")
 	flagStart  = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
+	flagHashes = flag.String("sim.hashes", "", "with -sim.seeds: write each seed's history hash to this file (a refactor that changes nothing keeps every line)")
 	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
 )
 
@@ -114,6 +115,7 @@ func longRun(t *testing.T, cfg Config) {
 	last := *flagStart + uint64(*flagSeeds)
 	var mu sync.Mutex
 	failing := map[uint64][]string{}
+	hashes := map[uint64]string{}
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for range runtime.GOMAXPROCS(0) {
@@ -127,6 +129,11 @@ func longRun(t *testing.T, cfg Config) {
 				ok := t.Run(fmt.Sprint(s), func(t *testing.T) { h = runSeed(t, s, cfg) })
 				if !ok || h == nil {
 					continue
+				}
+				if *flagHashes != "" {
+					mu.Lock()
+					hashes[s] = h.Hash()
+					mu.Unlock()
 				}
 				if vs := Check(h); len(vs) > 0 {
 					props := map[string]bool{}
@@ -143,6 +150,15 @@ func longRun(t *testing.T, cfg Config) {
 		})
 	}
 	wg.Wait()
+	if *flagHashes != "" {
+		var b strings.Builder
+		for _, s := range slices.Sorted(maps.Keys(hashes)) {
+			fmt.Fprintf(&b, "%d %s\n", s, hashes[s])
+		}
+		if err := os.WriteFile(*flagHashes, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, s := range slices.Sorted(maps.Keys(failing)) {
 		slices.Sort(failing[s])
 		t.Errorf("seed %d: %s", s, strings.Join(failing[s], "\n\t"))
