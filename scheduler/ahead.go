@@ -242,9 +242,9 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 		// Claims go in order (open.go): the tick waits its turn, unclaimed,
 		// at its time; open from now, so no later tick is claimed ahead of it.
 		rec.addOpen(tick)
-		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: &waitTick{rec: rec, tick: tick}})
+		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: &waitTick{rec: rec, tickRef: tickRef{tick: tick, from: onTime}}})
 	default:
-		rec.queue(op{kind: opClaim, tick: tick, ahead: true})
+		rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
 		rec.hi = tick
 		rec.ahead.add(tick)
 		// A tick already due (the horizon reached back past now) waits for
@@ -265,6 +265,6 @@ func (s *Scheduler) tickDue(t timerEntry) {
 		return
 	}
 	if tick := t.tick(); t.rec.ahead.at(tick) != nil {
-		s.enqueue(&waitTick{rec: t.rec, tick: tick, ahead: true})
+		s.enqueue(&waitTick{rec: t.rec, tickRef: tickRef{tick: tick, from: claimedAhead}})
 	}
 }

@@ -62,7 +62,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		// inferred from this node's clock (the releaser's may differ), and a
 		// re-run stays marked through every later handoff.
 		handed := !f.Rerun && rel.handed(rec.e.job.Name, f.Tick)
-		w := &waitTick{rec: rec, tick: f.Tick, reclaim: true, rerun: !handed, man: rec.takenOver(f)}
+		w := &waitTick{rec: rec, tickRef: tickRef{tick: f.Tick, from: reclaimed, rerun: !handed, man: rec.takenOver(f)}}
 		if f.Tick.After(now) {
 			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})
 		} else {
@@ -136,7 +136,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 			return end
 		}
 		s.skipRange(rec, base, last.Add(-time.Nanosecond), detail)
-		s.enqueue(&waitTick{rec: rec, tick: last, caughtUp: true})
+		s.enqueue(&waitTick{rec: rec, tickRef: tickRef{tick: last, from: caughtUp}})
 		s.log.Info("catch-up", append(rec.logArgs(), "run", 1, "since", base)...)
 		return end
 	}
@@ -156,7 +156,7 @@ func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
 	}
 	// Catch-up's ranges are undecided by construction, even where a claim
 	// ahead of a later tick has moved rec.hi past them.
-	rec.queue(op{kind: opSkip, tick: e.Tick, count: e.Count})
+	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count})
 	rec.hi = later(rec.hi, e.Tick)
 	s.markDirty(rec, false)
 	s.recordSkip(rec, e)
@@ -182,7 +182,7 @@ func (s *Scheduler) nextCaughtUp(rec *jobRec) {
 	}
 	b.left--
 	b.from = t
-	s.enqueue(&waitTick{rec: rec, tick: t, caughtUp: true})
+	s.enqueue(&waitTick{rec: rec, tickRef: tickRef{tick: t, from: caughtUp}})
 }
 
 // lastIn returns the latest tick in (lo, hi], or zero: a backwards search
@@ -299,7 +299,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
 				voided++
-				s.unpark(rec)
+				s.requeueHeld(rec)
 			}
 		}
 		for _, rec := range fresh {

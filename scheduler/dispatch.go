@@ -18,28 +18,9 @@ const maxWaitingPerJob = 64
 // slot, or the job's own runs (forbid, replace), until its starting
 // deadline.
 type waitTick struct {
-	rec  *jobRec
-	tick time.Time
-	// ahead: claimed before it was due (rec.ahead holds the claim's state).
-	ahead bool
-	// reclaim: in flight under an older token; claimed again and run by
-	// this owner whatever policy says, as a re-run when rerun is set (its
-	// first run may have started).
-	reclaim, rerun bool
-	// caughtUp: a missed tick catch-up decided to run. Such ticks run one
-	// after another, in order; forbid never skips them.
-	caughtUp bool
-	// behind: it waited behind its job's catch-up. The tick after it is
-	// held, not skipped, while it runs.
-	behind bool
-	// man is set on a manual tick (trigger.go).
-	man *manual
+	rec *jobRec
+	tickRef
 }
-
-// unclaimed reports whether w is a tick of the schedule that no claim of
-// this owner covers yet: not claimed ahead, not in flight from an earlier
-// owner, not manual.
-func (w *waitTick) unclaimed() bool { return !w.ahead && !w.reclaim && w.man == nil }
 
 // waitHeap orders waiting ticks by tick, then job name: dispatch looks only
 // at its front, so an event costs O(log n) however many ticks wait.
@@ -69,7 +50,7 @@ func (s *Scheduler) enqueue(w *waitTick) {
 	if w.unclaimed() {
 		w.rec.addOpen(w.tick)
 	}
-	if !w.caughtUp && !w.reclaim {
+	if !w.late() {
 		if w.rec.waiting >= maxWaitingPerJob {
 			s.skipTick(w, fmt.Sprintf("backlog full: %d ticks already waiting", maxWaitingPerJob))
 			if w.unclaimed() {
@@ -87,20 +68,20 @@ func (s *Scheduler) settled(w *waitTick) {
 	if w.unclaimed() {
 		w.rec.closeOpen(w.tick)
 	}
-	if !w.caughtUp && !w.reclaim {
+	if !w.late() {
 		w.rec.waiting--
 	}
-	if w.caughtUp {
+	if w.from == caughtUp {
 		s.nextCaughtUp(w.rec)
 	}
 }
 
-// park sets a tick aside until its job's state changes (a claim lands, a
+// hold sets a tick aside until its job's state changes (a claim lands, a
 // run ends): dispatch does not look at it meanwhile.
-func (s *Scheduler) park(w *waitTick) { w.rec.held = append(w.rec.held, w) }
+func (s *Scheduler) hold(w *waitTick) { w.rec.held = append(w.rec.held, w) }
 
-// unpark puts rec's parked ticks back in line.
-func (s *Scheduler) unpark(rec *jobRec) {
+// requeueHeld puts rec's held ticks back in line.
+func (s *Scheduler) requeueHeld(rec *jobRec) {
 	for _, w := range rec.held {
 		heap.Push(&s.waiting, w)
 	}
@@ -116,7 +97,7 @@ func (s *Scheduler) dispatch(now time.Time) {
 		case decided:
 			s.settled(w)
 		case held:
-			s.park(w)
+			s.hold(w)
 		case noSlot:
 			heap.Push(&s.waiting, w)
 			return
@@ -154,14 +135,14 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	s.used++
 	rec.active++
-	if w.ahead && rec.ahead.at(w.tick) != nil {
+	if w.from == claimedAhead && rec.ahead.at(w.tick) != nil {
 		rec.ahead.drop(w.tick)
-		s.startRun(rec, w.tick, false, false, w.behind, now)
+		s.startRun(rec, w.tickRef, now)
 		return decided
 	}
 	// Not claimed yet (caught up, re-claimed, or its ahead claim lost to a
 	// stale record): claim it now; the run starts when the claim lands.
-	rec.queue(op{kind: opClaim, tick: w.tick, rerun: w.rerun, late: w.caughtUp || w.reclaim, behind: w.behind, man: w.man})
+	rec.queue(op{kind: opClaim, tickRef: w.tickRef})
 	if w.man == nil && w.tick.After(rec.hi) {
 		rec.hi = w.tick
 	}
@@ -177,7 +158,7 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 	job := rec.e.job
 	switch {
 	case !rec.firing():
-		if w.man != nil && !w.reclaim {
+		if w.from == requested {
 			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
 		}
 		return decided, true // no longer ours to fire: a claim stays in flight for the successor
@@ -192,7 +173,7 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 		// see: no tick at or before the resume runs (config.Job.NotBefore).
 		s.skipTick(w, "job suspended")
 		return decided, true
-	case !w.reclaim && !w.ahead && !w.caughtUp && w.man == nil && !w.tick.After(rec.hi):
+	case w.from == onTime && !w.tick.After(rec.hi):
 		return decided, true // decided already
 	}
 	return 0, false
@@ -216,11 +197,11 @@ func (s *Scheduler) gates(w *waitTick, now time.Time) (tryResult, bool) {
 		w.behind = w.behind || (rec.active > 0 && rec.catchingUp())
 		return held, true
 	}
-	if sd := rec.e.job.StartingDeadline.D(); sd > 0 && !w.reclaim && now.After(w.tick.Add(sd)) {
+	if sd := rec.e.job.StartingDeadline.D(); sd > 0 && w.from != reclaimed && now.After(w.tick.Add(sd)) {
 		s.skipTick(w, fmt.Sprintf("starting deadline %v passed", sd))
 		return decided, true
 	}
-	if w.ahead {
+	if w.from == claimedAhead {
 		if a := rec.ahead.at(w.tick); a != nil && !a.landed {
 			a.due = true // its claim is not back yet: it waits (late, not lost)
 			return decided, true
@@ -268,7 +249,7 @@ func (s *Scheduler) concurrency(w *waitTick) (tryResult, bool) {
 func (s *Scheduler) forbids(w *waitTick) bool {
 	rec := w.rec
 	return rec.e.job.Concurrency == config.ConcurrencyForbid && rec.active > 0 &&
-		!w.caughtUp && !w.reclaim && rec.runningAt(w.tick)
+		!w.late() && rec.runningAt(w.tick)
 }
 
 // skipTick records a due tick as skipped by policy, so no later owner runs
@@ -280,9 +261,9 @@ func (s *Scheduler) skipTick(w *waitTick, detail string) {
 	}
 	rec := w.rec
 	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
-	if w.ahead || w.reclaim {
+	if w.from == claimedAhead || w.from == reclaimed {
 		rec.ahead.drop(w.tick)
-		rec.queue(op{kind: opDrop, tick: w.tick})
+		rec.queue(op{kind: opDrop, tickRef: tickAt(w.tick)})
 		s.markDirty(rec, false)
 		s.recordSkip(rec, e)
 		return

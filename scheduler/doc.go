@@ -44,6 +44,31 @@
 //   - Retries of a failed attempt (retry.go) stay inside the tick's run:
 //     same tick, token and slot, the safe deadline checked before each.
 //
+// # A tick's way through
+//
+// A tick travels as one value (tickRef, tick.go): its instant, where it came
+// from (onTime, claimedAhead, caughtUp, reclaimed, requested), whether it
+// runs as a possible re-run, and the request of a manual one. waitTick, op
+// and run embed it, so every step reads the same facts.
+//
+//	timer (claimTimer) ──claim ahead──▶ op{opClaim, ahead} ──lands──▶ rec.ahead
+//	      │                                                           │
+//	      ▼ due (timerDue)                                            ▼ due
+//	 onTime ─┐   caughtUp (catch-up) ─┐   reclaimed (Acquired) ─┐   claimedAhead
+//	         ▼                        ▼                         ▼      │
+//	      waiting heap / rec.held (held behind the job's claims or runs)
+//	         │ try: gone ▸ gates ▸ concurrency ▸ run slot
+//	         ├─▶ skipped or dropped (op{opSkip|opDrop}) ── decided
+//	         ├─▶ claimed now (op{opClaim}) ──lands──▶ run
+//	         └─▶ claimed ahead and landed ──────────▶ run
+//	run ──ends──▶ op{opComplete} ── decided; cut by a loss or drain: in flight
+//	                                 for the successor (reclaimed there)
+//
+// Requested ticks (Triggered) enter the waiting heap like onTime ones, and
+// their claim consumes the request. Drain reads the same values: unclaimed
+// ticks (onTime, caughtUp) move stopped_at before them; claimed ones never
+// started are named in the release (Released.Handed).
+//
 // # Failure model
 //
 // A fence failure (ErrShardLost) stops the shard at once: its runs are

@@ -15,7 +15,7 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 		s.dropLanded(rec, o)
 		return
 	}
-	s.startRun(rec, o.tick, o.rerun, o.late, o.behind, now)
+	s.startRun(rec, o.tickRef, now)
 }
 
 // suspendedFor reports whether the landed claim o must not start: its job
@@ -39,7 +39,7 @@ func (s *Scheduler) dropLanded(rec *jobRec, o op) {
 // learns why.
 func (s *Scheduler) dropClaimed(rec *jobRec, tick time.Time, man *manual, why string) {
 	rec.ahead.drop(tick)
-	rec.queue(op{kind: opDrop, tick: tick})
+	rec.queue(op{kind: opDrop, tickRef: tickAt(tick)})
 	s.markDirty(rec, false)
 	e := Entry{Tick: tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: why}
 	if man != nil {

@@ -68,11 +68,13 @@ type jobRec struct {
 	e         *jobEntry
 	committed recState // the record as last written or read
 	rev       int64    // its ModRevision; 0: the record does not exist
-	hi        time.Time
-	queued    []op          // changes not yet sent
-	writing   *pendingWrite // the write in flight or awaiting a retry
-	backoff   time.Duration // before the next retry of an unknown write; 0 once one lands
-	runs      []*run        // the runs going; nil when none
+	// hi is the latest scheduled tick this owner decided (claimed, skipped
+	// or found claimed in the record): the next claim is later than it.
+	hi      time.Time
+	queued  []op          // changes not yet sent
+	writing *pendingWrite // the write in flight or awaiting a retry
+	backoff time.Duration // before the next retry of an unknown write; 0 once one lands
+	runs    []*run        // the runs going; nil when none
 	// ahead holds the ticks claimed ahead and not yet started or dropped.
 	ahead aheads
 	// held holds due ticks that wait for this job's claims or runs.
@@ -85,15 +87,15 @@ type jobRec struct {
 	// manual holds this generation's manual ticks (trigger.go), by Unix
 	// nanoseconds; nil until the first.
 	manual map[int64]*manual
-	// seq arms claim timers; bumped to void them. 32 bits: a timer would
-	// have to outlive 2^32 re-arms of its job to be taken for a live one.
 	// startedHi is the latest scheduled tick this owner started (Unix
 	// nanoseconds): a job removed and added again does not run it twice.
 	startedHi int64
+	// seq arms claim timers; bumped to void them. 32 bits: a timer would
+	// have to outlive 2^32 re-arms of its job to be taken for a live one.
 	seq       uint32
 	active    int32 // due claims pending plus runs going
 	waiting   int32 // ordinary ticks waiting (bounded by maxWaitingPerJob)
-	parked    bool  // stale or unreadable: no more writes this generation
+	parked    bool  // its record unreadable (a newer format): no more writes this generation
 	removed   bool
 	replacing bool
 }

@@ -143,15 +143,11 @@ const (
 // op is one change to a record; a write carries a list of them, applied in
 // order to the record as last written or read.
 type op struct {
-	kind   opKind
-	tick   time.Time
-	rerun  bool
-	ahead  bool  // opClaim before the tick is due: no run slot held
-	late   bool  // opClaim of a tick caught up or taken over: forbid holds later ticks behind its run
-	behind bool  // opClaim of a tick that waited behind a catch-up: forbid holds the next tick
-	count  int64 // opSkip: ticks it stands for (0 means 1)
-	// man is set on the claim or skip of a manual tick (trigger.go).
-	man *manual
+	kind opKind
+	// tickRef is the tick it changes; a claim's carries on to the run.
+	tickRef
+	ahead bool  // opClaim before the tick is due: no run slot held
+	count int64 // opSkip: ticks it stands for (0 means 1)
 }
 
 // apply returns rec with ops applied by the owner holding token.

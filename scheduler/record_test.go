@@ -34,10 +34,10 @@ func TestCompactRecordDropsHistory(t *testing.T) {
 	r := Record{Job: "j", Token: 1, History: []Entry{{Tick: t0, Status: StatusSucceeded}}}
 	for i := range 30 {
 		tick := t0.Add(time.Duration(i) * time.Second)
-		r = apply(r, 2, []op{{kind: opClaim, tick: tick, ahead: true}})
-		r = apply(r, 2, []op{{kind: opComplete, tick: tick}})
+		r = apply(r, 2, []op{{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true}})
+		r = apply(r, 2, []op{{kind: opComplete, tickRef: tickAt(tick)}})
 	}
-	r = apply(r, 2, []op{{kind: opClaim, tick: t0.Add(time.Minute)}, {kind: opDrop, tick: t0.Add(time.Minute)}})
+	r = apply(r, 2, []op{{kind: opClaim, tickRef: tickRef{tick: t0.Add(time.Minute), from: onTime}}, {kind: opDrop, tickRef: tickAt(t0.Add(time.Minute))}})
 	if len(r.History) != 0 || len(r.InFlight) != 0 || r.Skipped != 1 || !r.LastClaimed.Equal(t0.Add(time.Minute)) {
 		t.Errorf("record %+v", r)
 	}

@@ -12,14 +12,13 @@ import (
 
 // run is one tick being run by this node.
 type run struct {
-	rec     *jobRec
-	sh      *ownedShard
-	tick    time.Time
-	rerun   bool
-	late    bool      // caught up or taken over: forbid skips nothing behind it
-	behind  bool      // waited behind a late run: forbid holds, not skips, the tick after it
+	rec *jobRec
+	sh  *ownedShard
+	// tickRef is the tick it runs: a late one (caught up, taken over) makes
+	// forbid skip nothing behind it, one that waited behind a catch-up
+	// makes forbid hold the tick after it.
+	tickRef
 	started time.Time // when the claim landed and the run began
-	man     *manual   // set on a manual tick
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	// began is when its worker handed it to the Runner (Unix nanoseconds
@@ -45,10 +44,11 @@ type runDone struct {
 
 // startRun starts the run of a claimed tick in its own goroutine, under the
 // shard's context (so a loss cancels it with the loss's cause).
-func (s *Scheduler) startRun(rec *jobRec, tick time.Time, rerun, late, behind bool, now time.Time) {
+func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 	ctx, cancel := context.WithCancelCause(rec.sh.ctx)
-	r := &run{rec: rec, sh: rec.sh, tick: tick, rerun: rerun, late: late, behind: behind, started: now, ctx: ctx, cancel: cancel,
-		man: rec.manualAt(tick)}
+	t.man = rec.manualAt(t.tick)
+	tick, rerun := t.tick, t.rerun
+	r := &run{rec: rec, sh: rec.sh, tickRef: t, started: now, ctx: ctx, cancel: cancel}
 	rec.runs = append(rec.runs, r)
 	if r.man == nil {
 		rec.startedHi = max(rec.startedHi, tick.UnixNano())
@@ -92,7 +92,7 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 	}
 	busy := false
 	for _, r := range rec.runs {
-		if r.late || r.behind {
+		if r.late() || r.behind {
 			return false
 		}
 		if b := r.began.Load(); b != 0 {
@@ -109,7 +109,7 @@ func (rec *jobRec) catchingUp() bool {
 		return true
 	}
 	for _, r := range rec.runs {
-		if r.late {
+		if r.late() {
 			return true
 		}
 	}
@@ -228,7 +228,7 @@ func (s *Scheduler) runEnded(d runDone) {
 	}
 	if d.dropped && sh.state != stopped && !rec.parked {
 		s.dropClaimed(rec, r.tick, r.man, d.res.Detail)
-		s.unpark(rec)
+		s.requeueHeld(rec)
 		s.checkIdle(sh)
 		return
 	}
@@ -249,7 +249,7 @@ func (s *Scheduler) runEnded(d runDone) {
 		if sh.state != stopped && !rec.parked && !rec.removed {
 			s.dropClaimed(rec, r.tick, r.man, "replaced by a newer tick before it started")
 		}
-		s.unpark(rec)
+		s.requeueHeld(rec)
 		s.checkIdle(sh)
 		return
 	default: // replaced or removed: ended by policy, recorded
@@ -278,14 +278,14 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 	}
 	if !record {
 		s.log.Warn("run interrupted; left in flight for the successor", append(args, "cause", d.cause)...)
-		s.unpark(rec)
+		s.requeueHeld(rec)
 		s.checkIdle(sh)
 		return
 	}
 	s.m.ended(status, dur)
 	s.log.Info("run ended", args...)
 	if sh.state != stopped && !rec.parked {
-		rec.queue(op{kind: opComplete, tick: r.tick})
+		rec.queue(op{kind: opComplete, tickRef: tickAt(r.tick)})
 		s.markDirtyWithin(rec, completeDelay)
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
@@ -300,6 +300,6 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 		}
 		s.addHistory(rec, e)
 	}
-	s.unpark(rec)
+	s.requeueHeld(rec)
 	s.checkIdle(sh)
 }

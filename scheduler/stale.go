@@ -120,7 +120,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	if len(rec.queued) > 0 {
 		s.markDirty(rec, true)
 	}
-	s.unpark(rec)
+	s.requeueHeld(rec)
 }
 
 // reloadedClaim decides a claim of a refused write once its record was

@@ -84,7 +84,7 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 	tick := rec.manualTick(t.RequestedAt, t.Rev, now)
 	pending := rec.manualPending()
 	rec.addManual(tick, m)
-	w := &waitTick{rec: rec, tick: tick, man: m}
+	w := &waitTick{rec: rec, tickRef: tickRef{tick: tick, from: requested, man: m}}
 	if pending >= maxManualPending {
 		// Refused, and so answered: the skip consumes the request and its
 		// requester reads the reason in history (trigger --wait).
@@ -208,7 +208,7 @@ func (rec *jobRec) takenOver(f Flight) *manual {
 // consumed meanwhile leaves no entry.
 func (s *Scheduler) skipManual(w *waitTick, detail string) {
 	w.man.skip = detail
-	w.rec.queue(op{kind: opSkipManual, tick: w.tick, man: w.man})
+	w.rec.queue(op{kind: opSkipManual, tickRef: w.tickRef})
 	s.markDirty(w.rec, false)
 }
 
@@ -277,7 +277,7 @@ func (s *Scheduler) triggerGone(pw *pendingWrite, err error) {
 	if len(rec.queued) > 0 {
 		s.markDirty(rec, true)
 	}
-	s.unpark(rec)
+	s.requeueHeld(rec)
 }
 
 // reloadedManual decides, after a stale write was re-read, what becomes of

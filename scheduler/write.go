@@ -1,5 +1,11 @@
 package scheduler
 
+// The write path of every record change: changes queue on their job
+// (queue, skip, dropClaims), wait for company (markDirty), go out in
+// batched Commits (flush, prepare, commit), and come back (committed,
+// claimLanded, writeFailed; stale.go re-reads a record changed under
+// this owner).
+
 import (
 	"context"
 	"errors"
@@ -67,7 +73,7 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 		s.recordSkip(rec, e)
 		return
 	}
-	rec.queue(op{kind: opSkip, tick: e.Tick, count: e.Count})
+	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count})
 	rec.hi = e.Tick
 	s.markDirty(rec, false)
 	s.recordSkip(rec, e)
@@ -295,7 +301,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
 				s.markDirty(rec, false)
 			}
-			s.unpark(rec)
+			s.requeueHeld(rec)
 			s.checkIdle(sh)
 			continue
 		}
@@ -317,7 +323,7 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		a.landed = true
 		if a.due && firing {
 			a.due = false
-			s.enqueue(&waitTick{rec: rec, tick: o.tick, ahead: true})
+			s.enqueue(&waitTick{rec: rec, tickRef: tickRef{tick: o.tick, from: claimedAhead}})
 		}
 		return
 	}
