@@ -207,6 +207,9 @@ type Run struct {
 	// can outlive the call (exec) keep their supervisor inside it. It is a
 	// DeadlineAt whenever the Grant's Deadline is one.
 	Deadline Deadline
+	// Trace is the W3C trace context of this attempt's span (Tracer); zero
+	// when the run is not traced.
+	Trace TraceContext
 }
 
 // Status is the outcome of a run.
