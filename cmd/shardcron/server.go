@@ -120,6 +120,13 @@ func runServer(c *cobra.Command, _ []string) error {
 	if rcfg.Listener, err = listen(node.HTTPAddr, httpTLS); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	tr, stopTracing, err := startTracing(c.Context(), node.NodeID, reg, log, node.DrainTimeout.D())
+	if err != nil {
+		rcfg.Listener.Close()
+		return usageError{err}
+	}
+	defer stopTracing() // after the replica drained: its runs' spans have ended
+	rcfg.Tracer = tr.Tracer()
 	r, err := replica.New(cli, rcfg)
 	if err != nil {
 		rcfg.Listener.Close()
