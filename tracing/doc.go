@@ -32,7 +32,8 @@
 //     in run history only when it is sampled, so every recorded id names a
 //     trace that was exported (or counted as dropped).
 //   - Shutdown exports what is queued within its context's deadline, then
-//     stops; spans ended later are dropped and counted.
+//     stops; what it could not export is counted. Spans ended after it are
+//     not exported (the replica shuts tracing down after its runs ended).
 //
 // Not guaranteed: that a collector receives what was exported (OTLP has no
 // end-to-end acknowledgement beyond the response), or the spans of a

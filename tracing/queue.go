@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -110,14 +111,16 @@ func (q *queue) ForceFlush(ctx context.Context) error {
 // waits.
 func (q *queue) Shutdown(ctx context.Context) error {
 	q.stopOnce.Do(func() { close(q.stop) })
+	var late error
 	select {
 	case <-q.done:
 	case <-ctx.Done():
+		late = ctx.Err()
 		q.abort() // the export in progress fails, the rest is counted
 		<-q.done
 	}
 	q.abort()
-	return q.exp.Shutdown(ctx)
+	return errors.Join(late, q.exp.Shutdown(ctx))
 }
 
 // loop exports batches: when one is full, every Delay, on ForceFlush, and

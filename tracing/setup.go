@@ -122,7 +122,7 @@ func (t *Tracing) Tracer() scheduler.Tracer {
 func (t *Tracing) Enabled() bool { return t != nil && t.provider != nil }
 
 // Shutdown exports the spans still queued, within ctx, and stops. Spans
-// ended after it are dropped and counted. Off, it does nothing.
+// ended after it are not exported. Off, it does nothing.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if !t.Enabled() {
 		return nil
