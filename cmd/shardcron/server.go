@@ -79,6 +79,15 @@ func runServer(c *cobra.Command, _ []string) error {
 
 	etcdSettings := node.Client().Etcd
 	etcdMetrics := newEtcdClientMetrics()
+	reg := newRegistry(etcdMetrics)
+	// Tracing's OTEL_* settings are checked before anything starts. Its
+	// flush is deferred first, so it runs last: after the replica drained
+	// and its runs' spans ended.
+	tr, stopTracing, err := startTracing(c.Context(), node.NodeID, reg, log, node.DrainTimeout.D())
+	if err != nil {
+		return usageError{err}
+	}
+	defer stopTracing()
 	if node.EmbeddedEtcd {
 		// A single replica with its own etcd: several replicas each
 		// embedding one would be separate clusters, each firing every job,
@@ -99,7 +108,6 @@ func runServer(c *cobra.Command, _ []string) error {
 
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
-	reg := newRegistry(etcdMetrics)
 	reg.MustRegister(etcdstatus.NewCollector(cli)) // the database's headroom before NOSPACE
 	var egress runner.EgressPolicy
 	egress.Deny, egress.Allow = node.EgressPrefixes()
@@ -120,12 +128,6 @@ func runServer(c *cobra.Command, _ []string) error {
 	if rcfg.Listener, err = listen(node.HTTPAddr, httpTLS); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	tr, stopTracing, err := startTracing(c.Context(), node.NodeID, reg, log, node.DrainTimeout.D())
-	if err != nil {
-		rcfg.Listener.Close()
-		return usageError{err}
-	}
-	defer stopTracing() // after the replica drained: its runs' spans have ended
 	rcfg.Tracer = tr.Tracer()
 	r, err := replica.New(cli, rcfg)
 	if err != nil {
