@@ -126,3 +126,19 @@ func TestNoTracer(t *testing.T) {
 		}
 	})
 }
+
+// Without a Tracer, what a run does for tracing allocates nothing.
+func TestNoTracerAllocatesNothing(t *testing.T) {
+	s := &Scheduler{}
+	spec := Run{Job: config.Job{Name: "j"}, Attempt: 1}
+	res := Result{Status: StatusSucceeded}
+	if n := testing.AllocsPerRun(100, func() {
+		sp := s.startSpan(spec)
+		_, end := sp.StartAttempt(spec)
+		end(res)
+		sp.End(res, 1, time.Second)
+		_ = sp.TraceID()
+	}); n != 0 {
+		t.Errorf("%v allocations per run without a Tracer, want 0", n)
+	}
+}
