@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/control"
+	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/otlptest"
 	"github.com/shardcron/shardcron/internal/poll"
@@ -127,9 +128,11 @@ func TestTracesThroughProcesses(t *testing.T) {
 			TraceID string `json:"trace_id"`
 		} `json:"runs"`
 	}
-	if err := json.Unmarshal([]byte(httpGet(t, addr, "/api/v1/jobs/traced-http/runs")), &runs); err != nil || len(runs.Runs) == 0 || runs.Runs[0].TraceID == "" {
+	body := httpGet(t, addr, "/api/v1/jobs/traced-http/runs")
+	if err := json.Unmarshal([]byte(body), &runs); err != nil || len(runs.Runs) == 0 || runs.Runs[0].TraceID == "" {
 		t.Errorf("/api/v1/jobs/traced-http/runs: %+v, %v", runs, err)
 	}
+	newOpenAPISchemas(t, dashboard.OpenAPI).check("traced runs", "#/components/schemas/History", []byte(body))
 	if out, _, _ := runCLI(t, env, "history", "traced-http"); !strings.Contains(out, "TRACE") || !strings.Contains(out, e.TraceID) {
 		t.Errorf("history table without the trace id %s:\n%s", e.TraceID, out)
 	}
