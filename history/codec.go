@@ -1,6 +1,8 @@
 package history
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -32,6 +34,10 @@ import (
 //	c   count of skipped ticks, f first skipped tick as ms before the tick
 //	g   the trigger request's id of a manual tick, b who requested it
 //	a   attempts, when the run took more than one (retries)
+//	tr  the run's trace id, when it was traced: its 16 bytes in unpadded
+//	    base64url (22 characters, not 32 hex digits: every byte put
+//	    counts); added in format 1, which readers of an earlier release
+//	    decode ignoring it
 //
 // Start, end and first are kept to the millisecond (floored); ticks exactly. "v" is the
 // format version, absent for 1; readers skip segments of a newer format
@@ -73,6 +79,7 @@ type entryWire struct {
 	G  string  `json:"g,omitempty"`
 	B  string  `json:"b,omitempty"`
 	A  int     `json:"a,omitempty"`
+	TR string  `json:"tr,omitempty"`
 }
 
 var statusCode = map[scheduler.Status]string{
@@ -127,6 +134,7 @@ func encodeSegment(seq int64, entries []scheduler.Entry) ([]byte, error) {
 		}
 		x.C = e.Count
 		x.G, x.B, x.A = e.Trigger, truncate(e.TriggeredBy, maxHistoryDetail), e.Attempts
+		x.TR = packTraceID(e.TraceID)
 		if !e.First.IsZero() {
 			x.F = ptr(tms - unixMs(e.First))
 		}
@@ -151,7 +159,7 @@ func decodeSegment(seq int64, b []byte) ([]scheduler.Entry, error) {
 		tms := base - x.T
 		tick := time.Unix(0, tms*1e6+x.TN).UTC()
 		e := scheduler.Entry{Tick: tick, Detail: x.M, Output: x.O, Node: w.N, Token: w.K, Rerun: x.R == 1, Count: x.C,
-			Trigger: x.G, TriggeredBy: x.B, Attempts: x.A}
+			Trigger: x.G, TriggeredBy: x.B, Attempts: x.A, TraceID: unpackTraceID(x.TR)}
 		if s, ok := codeStatus[x.X]; ok {
 			e.Status = s
 		} else {
@@ -193,6 +201,30 @@ func fitSegment(seq int64, entries []scheduler.Entry, keep int) ([]scheduler.Ent
 		entries = entries[drop:]
 	}
 }
+
+// packTraceID is a trace id's stored form: its bytes in unpadded
+// base64url; "" for anything but 32 hex digits (no trace, or nothing a
+// tracer produces).
+func packTraceID(id string) string {
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != traceIDBytes {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// unpackTraceID reverses packTraceID: 32 lowercase hex digits, or "" for a
+// stored form that is not one.
+func unpackTraceID(s string) string {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != traceIDBytes {
+		return ""
+	}
+	return hex.EncodeToString(b)
+}
+
+// traceIDBytes is the length of a W3C trace id.
+const traceIDBytes = 16
 
 // truncate bounds s to n bytes, marker included, on a rune boundary.
 func truncate(s string, n int) string {

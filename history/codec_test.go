@@ -14,7 +14,7 @@ import (
 // end to the millisecond, ticks exactly). When Entry gains a field, this
 // fails until codec.go stores it.
 func TestHistoryCodecRoundTrip(t *testing.T) {
-	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts"
+	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts TraceID"
 	typ := reflect.TypeFor[scheduler.Entry]()
 	for i := range typ.NumField() {
 		if !strings.Contains(" "+known+" ", " "+typ.Field(i).Name+" ") {
@@ -29,6 +29,8 @@ func TestHistoryCodecRoundTrip(t *testing.T) {
 		{Tick: tick.Add(time.Second), End: tick.Add(3 * time.Second), Status: scheduler.StatusTimedOut, Node: "node-1", Token: 12},
 		{Tick: tick.Add(1500 * time.Microsecond), Start: tick.Add(2 * time.Millisecond), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
 			Trigger: "9c1f", TriggeredBy: "ops@bastion", Attempts: 3},
+		{Tick: tick.Add(2 * time.Second), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
 	}
 	seq := tick.Add(5 * time.Second).UnixNano()
 	b, err := encodeSegment(seq, in)
@@ -63,4 +65,37 @@ func msFloor(t time.Time) time.Time {
 		return t
 	}
 	return t.Truncate(time.Millisecond).UTC()
+}
+
+// A trace id is stored as 22 characters of base64url and read back as the
+// 32 hex digits it was; anything else a tracer would not produce is not
+// stored.
+func TestHistoryTraceID(t *testing.T) {
+	const id = "00f067aa0ba902b74bf92f3577b34da6"
+	tick := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
+	seq := tick.Add(time.Second).UnixNano()
+	for _, c := range []struct{ in, want string }{
+		{id, id},
+		{strings.ToUpper(id), id},
+		{"", ""},
+		{"not-a-trace-id", ""},
+		{id[:30], ""},
+	} {
+		b, err := encodeSegment(seq, []scheduler.Entry{{Tick: tick, Status: scheduler.StatusSucceeded, TraceID: c.in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := decodeSegment(seq, b)
+		if err != nil || len(out) != 1 || out[0].TraceID != c.want {
+			t.Errorf("trace id %q: read back %+v, %v; want %q", c.in, out, err, c.want)
+		}
+		if c.want != "" && !strings.Contains(string(b), `"tr":"APBnqgupArdL-S81d7NNpg"`) {
+			t.Errorf("trace id %q stored as %s, want 22 characters of base64url", c.in, b)
+		}
+	}
+	// A segment whose trace id is not 16 bytes of base64url reads as none.
+	out, err := decodeSegment(seq, []byte(`{"e":[{"t":1000,"tr":"####"}]}`))
+	if err != nil || len(out) != 1 || out[0].TraceID != "" {
+		t.Errorf("a bad stored trace id: %+v, %v", out, err)
+	}
 }

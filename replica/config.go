@@ -14,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
 	"github.com/shardcron/shardcron/runner"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // Config is what one replica needs, whether `server` runs it alone or `dev`
@@ -54,6 +55,8 @@ type Config struct {
 	// Registry receives every metric of the replica and is what /metrics
 	// serves. Nil: a registry of the replica's own metrics only.
 	Registry *prometheus.Registry
+	// Tracer traces every run (package tracing). Nil: runs are not traced.
+	Tracer scheduler.Tracer
 	// Logger receives the replica's logs. Nil: discarded.
 	Logger *slog.Logger
 	// Listening, when set, is told the bound HTTP address once the

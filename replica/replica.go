@@ -124,6 +124,7 @@ func (r *Replica) build(meta shard.Meta, addr string) (*shard.Manager, *schedule
 		Cluster: r.cfg.Cluster, Node: r.cfg.Node, Shards: meta.Shards,
 		MaxConcurrentRuns: r.cfg.MaxConcurrentRuns,
 		Logger:            r.cfg.Logger, Registerer: r.cfg.Registry,
+		Tracer: r.cfg.Tracer,
 	}
 	sched, err := scheduler.New(scfg, mgr.Store(), r.runner)
 	if err != nil {

@@ -14,7 +14,10 @@
 // variables SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK,
 // SHARDCRON_SHARD, SHARDCRON_FENCING_TOKEN, SHARDCRON_NODE (and
 // SHARDCRON_RERUN=true, SHARDCRON_TRIGGER=manual, SHARDCRON_TRIGGER_ID,
-// SHARDCRON_ATTEMPT).
+// SHARDCRON_ATTEMPT). A traced run (scheduler.Run.Trace) also sends the
+// W3C headers traceparent and tracestate, and an exec job gets them as
+// TRACEPARENT and TRACESTATE, so the target's own spans join the run's
+// trace.
 // In-process handlers read it with IdentityFrom. A job cannot override the
 // identity: its own headers and env of the same names are replaced.
 //

@@ -29,6 +29,12 @@ const (
 	EnvTrigger      = "SHARDCRON_TRIGGER"    // "manual" on a manual tick; absent otherwise
 	EnvTriggerID    = "SHARDCRON_TRIGGER_ID" // the manual tick's request id
 	EnvAttempt      = "SHARDCRON_ATTEMPT"    // the attempt on a retry (2, 3, ...); absent on the first
+	// EnvTraceparent and EnvTracestate carry the attempt's W3C Trace
+	// Context when the run is traced, under the names OpenTelemetry's
+	// environment-variable propagation reads; the job's own are then
+	// replaced.
+	EnvTraceparent = "TRACEPARENT"
+	EnvTracestate  = "TRACESTATE"
 )
 
 // defaultPath is the PATH an exec job gets when the server has none.
@@ -87,6 +93,13 @@ func (rn *Runner) execEnv(r scheduler.Run) ([]string, error) {
 	}
 	if r.Attempt > 1 {
 		env[EnvAttempt] = strconv.Itoa(r.Attempt)
+	}
+	if r.Trace.Parent != "" {
+		delete(env, EnvTracestate)
+		env[EnvTraceparent] = r.Trace.Parent
+		if r.Trace.State != "" {
+			env[EnvTracestate] = r.Trace.State
+		}
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -37,6 +37,11 @@ const (
 	// HeaderAttempt is the attempt of the tick on a retry (2, 3, ...);
 	// absent on the first attempt.
 	HeaderAttempt = "Shardcron-Attempt"
+	// HeaderTraceparent and HeaderTracestate carry the attempt's W3C Trace
+	// Context when the run is traced (scheduler.Run.Trace); a job's own
+	// are then replaced, so the target's spans join the run's trace.
+	HeaderTraceparent = "Traceparent"
+	HeaderTracestate  = "Tracestate"
 )
 
 // drainBytes is how much of an unread response body is read and dropped so
@@ -220,7 +225,7 @@ func setIdentityHeaders(h http.Header, r scheduler.Run) {
 	delete(h, HeaderTrigger)
 	delete(h, HeaderTriggerID)
 	delete(h, HeaderAttempt)
-	vals := make([]string, 0, 10)
+	vals := make([]string, 0, 12)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -240,6 +245,13 @@ func setIdentityHeaders(h http.Header, r scheduler.Run) {
 	}
 	if r.Attempt > 1 {
 		set(HeaderAttempt, strconv.Itoa(r.Attempt))
+	}
+	if r.Trace.Parent != "" {
+		delete(h, HeaderTracestate)
+		set(HeaderTraceparent, r.Trace.Parent)
+		if r.Trace.State != "" {
+			set(HeaderTracestate, r.Trace.State)
+		}
 	}
 }
 

@@ -61,6 +61,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the scheduler's metrics (nil: none registered).
 	Registerer prometheus.Registerer
+	// Tracer opens a span for each run and each attempt (nil: runs are not
+	// traced). See trace.go.
+	Tracer Tracer
 }
 
 // DefaultConfig returns a Config with every default set; Cluster, Node and

@@ -203,6 +203,9 @@ type Run struct {
 	// Deadline is the holding session's safe deadline; runners whose work
 	// can outlive the call (exec) keep their supervisor inside it.
 	Deadline Deadline
+	// Trace is the W3C trace context of this attempt's span (Tracer); zero
+	// when the run is not traced.
+	Trace TraceContext
 }
 
 // Status is the outcome of a run.

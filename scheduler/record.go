@@ -84,6 +84,9 @@ type Entry struct {
 	// Attempts is how many attempts the run took when it took more than
 	// one (config.Retries); 0 otherwise.
 	Attempts int `json:"attempts,omitempty"`
+	// TraceID is the run's trace id (32 hex digits) when it was traced and
+	// sampled (Config.Tracer); "" otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // DecodeRecord decodes a stored record. It refuses a newer format with

@@ -26,7 +26,7 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 	}
 	for n := 1; ; n++ {
 		spec.Attempt = n
-		res := s.runner.Run(ctx, spec)
+		res := s.runAttempt(ctx, r, spec)
 		if res.Status != StatusFailed || n >= most || ctx.Err() != nil {
 			return res, n
 		}
@@ -55,4 +55,14 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 		}
 		s.m.retries.Inc()
 	}
+}
+
+// runAttempt hands one attempt to the Runner inside its own span, whose
+// trace context the attempt carries to its target.
+func (s *Scheduler) runAttempt(ctx context.Context, r *run, spec Run) Result {
+	tc, end := r.span.StartAttempt(spec)
+	spec.Trace = tc
+	res := s.runner.Run(ctx, spec)
+	end(res)
+	return res
 }

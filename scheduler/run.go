@@ -30,6 +30,8 @@ type run struct {
 	// then never starts (no tick runs after a suspension's resume that was
 	// due before it, config.Job.NotBefore).
 	suspended atomic.Bool
+	// span is the run's trace span; used by its worker goroutine only.
+	span RunSpan
 }
 
 type runDone struct {
@@ -37,9 +39,10 @@ type runDone struct {
 	res        Result
 	start, end time.Time
 	ran        bool
-	dropped    bool  // never started: its job was suspended meanwhile
-	attempts   int   // attempts made (retries.go)
-	cause      error // the run context's cancellation cause; nil if none
+	dropped    bool   // never started: its job was suspended meanwhile
+	attempts   int    // attempts made (retries.go)
+	cause      error  // the run context's cancellation cause; nil if none
+	traceID    string // the run's sampled trace id (trace.go); "" if none
 }
 
 // startRun starts the run of a claimed tick in its own goroutine, under the
@@ -149,6 +152,7 @@ func (d runDeadline) Deadline() time.Duration {
 func (s *Scheduler) execute(r *run, spec Run) {
 	defer r.cancel(nil)
 	d := runDone{r: r, start: s.now()}
+	r.span = s.startSpan(spec)
 	if err := s.awaitContact(r, spec); err != nil {
 		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
 	} else if r.suspended.Load() {
@@ -178,6 +182,8 @@ func (s *Scheduler) execute(r *run, spec Run) {
 	if r.ctx.Err() == nil {
 		d.cause = nil
 	}
+	r.span.End(d.res, d.attempts, d.end.Sub(d.start))
+	d.traceID = r.span.TraceID()
 	s.send(d)
 }
 
@@ -290,6 +296,7 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
 			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,
+			TraceID: d.traceID,
 		}
 		if d.attempts > 1 {
 			e.Attempts = d.attempts

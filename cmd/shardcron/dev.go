@@ -120,6 +120,12 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	defer cli.Close()
 
+	var stopTracing []func() // each replica traces as its own service instance
+	defer func() {
+		for _, stop := range stopTracing {
+			stop()
+		}
+	}()
 	replicas, err := newDevReplicas(cli, o, func(cfg *replica.Config) error {
 		log, err := logFor(fmt.Sprintf("[%-6s] ", cfg.Node))
 		if err != nil {
@@ -129,6 +135,12 @@ func runDev(ctx context.Context, o devOptions) error {
 		cfg.Lease, cfg.Jobs, cfg.Env, cfg.Logger = lc, jobs, sinkEnv(sinkURL), log
 		cfg.Registry = newRegistry(etcdMetrics)
 		cfg.Registry.MustRegister(etcdstatus.NewCollector(cli))
+		tr, stop, err := startTracing(ctx, node, cfg.Registry, log, o.drainTimeout)
+		if err != nil {
+			return usageError{err}
+		}
+		stopTracing = append(stopTracing, stop)
+		cfg.Tracer = tr.Tracer()
 		cfg.Listening = func(a string) {
 			outMu.Lock()
 			fmt.Fprintf(os.Stdout, "%s: http://%s/\n", node, a)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -83,7 +84,8 @@ func newHistoryCmd() *cobra.Command {
 		Long: `History reads a job's run history straight from etcd, newest first: each
 run's tick, node, fencing token, start, end, status, whether it was a re-run,
 the trigger id of a manual run (shardcron trigger) and who asked, the attempts
-of a retried run, and its output (the first bytes of an HTTP response or of an exec job's
+of a retried run, its trace id when it was traced (OpenTelemetry; a TRACE
+column shown only then), and its output (the first bytes of an HTTP response or of an exec job's
 stdout and stderr). The history outlives the replica that ran the job.`,
 		Args: cobra.ExactArgs(1),
 	}
@@ -108,13 +110,25 @@ stdout and stderr). The history outlives the replica that ran the job.`,
 func historyTable(w io.Writer, r control.HistoryResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "job %s (shard %d): %d runs, newest first\n\n", r.Job, r.Shard, len(r.Runs))
-	fmt.Fprintln(tw, "TICK\tSTATUS\tNODE\tTOKEN\tSTART\tEND\tRERUN\tTRIGGER\tDETAIL")
+	// The TRACE column shows only when a run was traced (docs/traces.md).
+	traced := slices.ContainsFunc(r.Runs, func(e scheduler.Entry) bool { return e.TraceID != "" })
+	trace := func(e scheduler.Entry) string {
+		if !traced {
+			return ""
+		}
+		return dash(e.TraceID) + "\t"
+	}
+	head := "TICK\tSTATUS\tNODE\tTOKEN\tSTART\tEND\tRERUN\tTRIGGER\t"
+	if traced {
+		head += "TRACE\t"
+	}
+	fmt.Fprintln(tw, head+"DETAIL")
 	for _, e := range r.Runs {
 		rerun := ""
 		if e.Rerun {
 			rerun = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", stamp(e.Tick), e.Status, dash(e.Node), e.Token, stamp(e.Start), stamp(e.End), rerun, dash(e.Trigger), entryDetail(e))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s%s\n", stamp(e.Tick), e.Status, dash(e.Node), e.Token, stamp(e.Start), stamp(e.End), rerun, dash(e.Trigger), trace(e), entryDetail(e))
 		if e.Output != "" {
 			for _, line := range strings.Split(strings.TrimRight(e.Output, "\n"), "\n") {
 				fmt.Fprintf(tw, "  | %s\n", line)

@@ -79,6 +79,15 @@ func runServer(c *cobra.Command, _ []string) error {
 
 	etcdSettings := node.Client().Etcd
 	etcdMetrics := newEtcdClientMetrics()
+	reg := newRegistry(etcdMetrics)
+	// Tracing's OTEL_* settings are checked before anything starts. Its
+	// flush is deferred first, so it runs last: after the replica drained
+	// and its runs' spans ended.
+	tr, stopTracing, err := startTracing(c.Context(), node.NodeID, reg, log, node.DrainTimeout.D())
+	if err != nil {
+		return usageError{err}
+	}
+	defer stopTracing()
 	if node.EmbeddedEtcd {
 		endpoint, stop, err := startEmbeddedEtcd(node, log)
 		if err != nil {
@@ -95,7 +104,6 @@ func runServer(c *cobra.Command, _ []string) error {
 
 	lc := lease.DefaultConfig()
 	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
-	reg := newRegistry(etcdMetrics)
 	reg.MustRegister(etcdstatus.NewCollector(cli)) // the database's headroom before NOSPACE
 	var egress runner.EgressPolicy
 	egress.Deny, egress.Allow = node.EgressPrefixes()
@@ -116,6 +124,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	if rcfg.Listener, err = listen(node.HTTPAddr, httpTLS); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	rcfg.Tracer = tr.Tracer()
 	r, err := replica.New(cli, rcfg)
 	if err != nil {
 		rcfg.Listener.Close()
