@@ -38,23 +38,30 @@
 // run (Config.Quiet) heals everything and resumes every job so catch-up
 // can finish before the checker reads the history.
 //
-// Not modelled: wall-clock steps and skew of one node. The scheduler reads
-// time.Now directly and a synctest bubble has one clock, so it needs a
-// clock seam in the scheduler (a Config.Now, say) before the sim can skew
-// one owner. A pause cannot stop a node's goroutines either: its Grants
-// still end at the deadline, as the exec supervisor's dead man's switch
-// would, and its runner checks the deadline after the pause.
+// Clock steps: each node reads its wall clock through scheduler.Config.Clock,
+// which the nemesis steps up to 5 s either way (skew between owners); the
+// checker judges "came due" within the largest step (History.Skew). A pause
+// cannot stop a node's goroutines: its store calls and run starts wait, its
+// scheduler loop goes on (as a slow target would make it), its Grants still
+// end at the deadline, as the exec supervisor's dead man's switch would,
+// and its runner checks the deadline after the pause. So the checker judges
+// forbid and suspensions by when the owner handed a run to its runner
+// (Run.Called), and delivery by when it reached the receiver (Run.Start).
+// Every fault is recorded by node and span (History.Faults).
 //
 // # Checker
 //
-// checker.go holds one function per property: no tick lost under its
+// properties.go holds one function per property: no tick lost under its
 // misfire policy (run_all jobs never edited nor removed; forbid excuses a
 // tick that came due while a run of the job ran); no repeat of (job, tick)
 // unless the later run is marked Rerun (or is a retry attempt of the same
 // token); no tick of a suspended stretch ever run, no tick at or before
 // the resume run after it, nothing started while suspended; no run
 // started at or after its owner's safe deadline; forbid never overlaps; a
-// manual run exactly once. A violation prints the seed and the stretch of
+// manual run exactly once; and no repeat after a quiet fault: a tick that
+// ran to its end is run again only if a fault touched its owner between
+// the run's start and 300 ms after its end (or its session was already
+// running out). A violation prints the seed and the stretch of
 // history around it: the job's runs, store writes and job set changes, and
 // its shard's and the nodes' events; -sim.seed=N -v prints all of it.
 //
@@ -63,6 +70,8 @@
 //	go test ./sim -run TestSimSeeds                   CI seeds + testdata/seeds.txt
 //	go test ./sim -run TestSimSeeds -sim.seed=N -v    replay one seed, verbosely
 //	go test ./sim -run TestSimSeeds -sim.seeds=N -sim.start=K   a long run
+//	... -sim.seeds=N -sim.hashes=FILE   every seed's history hash: a refactor
+//	                                    that changes nothing keeps every line
 //	make sim                                          100,000 seeds
 //
 // A seed that fails is kept in testdata/seeds.txt with the property it
