@@ -73,13 +73,13 @@ func TestCheckerProperties(t *testing.T) {
 			r := h.Runs[1]
 			r.Start, r.End, r.Token, r.Rerun = at(10), at(11), 9, true
 			h.Runs = append(h.Runs, r)
-			h.Faults = []Fault{{Node: "n1", From: at(4.7), To: at(6), What: "crash"}} // 200 ms after the run's end
+			h.Faults = []Fault{{Node: "n1", From: at(4.6), To: at(6), What: "crash"}} // 100 ms after the run's end
 		}, "", ""},
 		{"marked repeat after a quiet fault", allowAll, func(h *History) {
 			r := h.Runs[1]
 			r.Start, r.End, r.Token, r.Rerun = at(10), at(11), 9, true
 			h.Runs = append(h.Runs, r)
-			h.Faults = []Fault{{Node: "n1", From: at(4.9), To: at(6), What: "crash"}, // 400 ms after
+			h.Faults = []Fault{{Node: "n1", From: at(4.7), To: at(6), What: "crash"}, // 200 ms after: past the 150 ms a crash may cost
 				{Node: "n2", From: at(4.2), To: at(4.3), What: "pause"}} // another node
 		}, "no repeat for a quiet fault", ""},
 		{"retry attempt", allowAll, func(h *History) {

@@ -152,8 +152,12 @@ func earlyBeforeReadd(h *History, f, r Run) bool {
 
 // quietGap is how long after a run's end its completion must be durable
 // when nothing goes wrong (issue 21: a fault that begins at least 300 ms
-// after the last run ended causes no repeat).
-const quietGap = 300 * time.Millisecond
+// after the last run ended causes no repeat); crashGap is the bound for a
+// crash (SIGKILL: repeats only for runs in flight or ended within 150 ms).
+const (
+	quietGap = 300 * time.Millisecond
+	crashGap = 150 * time.Millisecond
+)
 
 // noQuietRepeat: a tick that ran to its end is run again (as a marked
 // re-run) only if a fault touched its owner between the run's start and
@@ -182,7 +186,11 @@ func noQuietRepeat(h *History) []Violation {
 			continue // its owner's session was running out as it ended (renewals failed earlier): a fault in progress
 		}
 		if slices.ContainsFunc(h.Faults, func(x Fault) bool {
-			return (x.Node == "" || x.Node == f.Node) && !x.From.After(to) && !x.To.Before(from)
+			until := to
+			if x.What == "crash" {
+				until = f.End.Add(crashGap)
+			}
+			return (x.Node == "" || x.Node == f.Node) && !x.From.After(until) && !x.To.Before(from)
 		}) {
 			continue
 		}
