@@ -90,7 +90,7 @@ func (b *bench) startCluster(ctx context.Context, s spec, led *ledger) (*cluster
 		want = 1
 	}
 	from := time.Now()
-	return c, pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error {
+	return c, pollUntil(ctx, 100*time.Millisecond, b.cfg.startTimeout, func() error {
 		if n := led.jobsSeen(c.jobs, from); n < want {
 			return fmt.Errorf("%d of %d jobs fired", n, want)
 		}
@@ -109,7 +109,7 @@ func (b *bench) launch(ctx context.Context, s spec) (*cluster, error) {
 		}
 		c.nodes = append(c.nodes, p)
 	}
-	return c, pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error { return b.ready(ctx, c) })
+	return c, pollUntil(ctx, 100*time.Millisecond, b.cfg.startTimeout, func() error { return b.ready(ctx, c) })
 }
 
 // apply stores c's jobs with `shardcron apply`.

@@ -48,6 +48,7 @@ type config struct {
 	replicas, shards, maxRuns        int
 	ttl, faultTTL                    time.Duration
 	warmup, window, drain            time.Duration
+	startTimeout                     time.Duration
 	scaleReplicas                    []int
 	scaleShards                      []int
 	scaleJobs, scaleSlots            int
@@ -82,6 +83,7 @@ func parseFlags() (config, error) {
 	flag.DurationVar(&c.faultTTL, "fault-ttl", 3*time.Second, "lease TTL (election TTL) of the fault scenario")
 	flag.DurationVar(&c.warmup, "warmup", 5*time.Second, "time from ready to the measured window")
 	flag.DurationVar(&c.window, "window", 20*time.Second, "measured window of the rate scenario")
+	flag.DurationVar(&c.startTimeout, "start-timeout", 90*time.Second, "bound on a cluster's start: processes ready, then every job fired once")
 	flag.DurationVar(&c.drain, "drain", 15*time.Second, "bound on waiting for a window's late ticks")
 	flag.StringVar(&scaleN, "scale-replicas", "1,2,4", "replica counts of the scale-out scenario")
 	flag.StringVar(&scaleS, "scale-shards", "1,256", "shard counts of the scale-out scenario")
