@@ -146,14 +146,16 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 3s $$pkg; \
 	done
 
-# The cluster benchmark: a real etcd, shardcron replicas and the single-leader
-# peer (gocron v2 + etcd elector, its own module in bench/leader) as
-# processes on loopback; prints a table and JSON, writes bench/cluster.svg.
-# About 15 minutes; BENCHFLAGS="-quick" for a short run (see BENCHMARKS.md).
+# The cluster benchmark: a real etcd, shardcron replicas, the single-leader
+# peer (gocron v2 + etcd elector, its own module in bench/leader) and the
+# floor system (bench/floor: the same requests at each tick, nothing else)
+# as processes on loopback; prints a table and JSON, writes bench/cluster.svg.
+# About 25 minutes; BENCHFLAGS="-quick" for a short run (see BENCHMARKS.md).
 BENCHFLAGS ?=
 bench-cluster: build etcd
 	cd bench/leader && $(GO) build -o $(CURDIR)/$(BIN)/shardcron-leader .
-	$(GO) run ./bench/cluster -shardcron $(BIN)/shardcron -etcd $(BIN)/etcd -leader $(BIN)/shardcron-leader $(BENCHFLAGS)
+	$(GO) build -o $(BIN)/shardcron-floor ./bench/floor
+	$(GO) run ./bench/cluster -shardcron $(BIN)/shardcron -etcd $(BIN)/etcd -leader $(BIN)/shardcron-leader -floor $(BIN)/shardcron-floor $(BENCHFLAGS)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

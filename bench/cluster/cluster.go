@@ -20,19 +20,35 @@ import (
 const (
 	systemShardcron = "shardcron"
 	systemLeader    = "leader"
+	// systemFloor is bench/floor: processes that coordinate nothing and
+	// only send each job's request at its tick, the machine's own limit.
+	systemFloor = "floor"
 )
 
+// everySecond is the rate scenario's schedule.
+const everySecond = "* * * * * *"
+
 // spec is one cluster a phase starts: which system, how many replicas, and
-// the workload (jobs every second, posting to the sink at path).
+// the workload (jobs on Schedule, every second unless set, posting to the
+// sink at path).
 type spec struct {
 	System   string
-	Name     string // cluster name (shardcron) or election name (leader); unique per phase
+	Name     string // cluster name (shardcron), election name (leader) or job prefix (floor); unique per phase
 	Replicas int
 	Jobs     int
 	Shards   int // shardcron only
 	MaxRuns  int // shardcron only: --max-concurrent-runs
 	Path     string
 	TTL      time.Duration
+	Schedule string        // shardcron and floor; empty: every second
+	Deadline time.Duration // shardcron's starting_deadline; 0: 1 m (2 s for /slow)
+}
+
+func (s spec) schedule() string {
+	if s.Schedule == "" {
+		return everySecond
+	}
+	return s.Schedule
 }
 
 // cluster is a running spec.
@@ -58,15 +74,8 @@ func jobNames(prefix string, n int) []string {
 // the cold start's rebalancing happens without load. Then it waits until
 // every job has reached led once (any job, in the scale-out).
 func (b *bench) startCluster(ctx context.Context, s spec, led *ledger) (*cluster, error) {
-	c := &cluster{spec: s, jobs: jobNames(s.Name, s.Jobs)}
-	for i := range s.Replicas {
-		p, err := b.startNode(c, i)
-		if err != nil {
-			return c, err
-		}
-		c.nodes = append(c.nodes, p)
-	}
-	if err := pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error { return b.ready(ctx, c) }); err != nil {
+	c, err := b.launch(ctx, s)
+	if err != nil {
 		return c, err
 	}
 	if s.System == systemShardcron {
@@ -81,12 +90,26 @@ func (b *bench) startCluster(ctx context.Context, s spec, led *ledger) (*cluster
 		want = 1
 	}
 	from := time.Now()
-	return c, pollUntil(ctx, 100*time.Millisecond, 90*time.Second, func() error {
+	return c, pollUntil(ctx, 100*time.Millisecond, b.cfg.startTimeout, func() error {
 		if n := led.jobsSeen(c.jobs, from); n < want {
 			return fmt.Errorf("%d of %d jobs fired", n, want)
 		}
 		return nil
 	})
+}
+
+// launch starts s's processes and waits until they are ready to fire
+// (shardcron: with no jobs yet).
+func (b *bench) launch(ctx context.Context, s spec) (*cluster, error) {
+	c := &cluster{spec: s, jobs: jobNames(s.Name, s.Jobs)}
+	for i := range s.Replicas {
+		p, err := b.startNode(c, i)
+		if err != nil {
+			return c, err
+		}
+		c.nodes = append(c.nodes, p)
+	}
+	return c, pollUntil(ctx, 100*time.Millisecond, b.cfg.startTimeout, func() error { return b.ready(ctx, c) })
 }
 
 // apply stores c's jobs with `shardcron apply`.
@@ -106,6 +129,12 @@ func (b *bench) apply(ctx context.Context, c *cluster) error {
 }
 
 func (b *bench) startNode(c *cluster, i int) (*proc, error) {
+	if c.System == systemFloor {
+		return b.ps.start(c.nodeName(i), b.cfg.floorBin,
+			"--url", b.sinkURL+c.Path, "--cluster", c.Name, "--node-id", c.nodeName(i), "--prefix", c.Name,
+			"--jobs", fmt.Sprint(c.Jobs), "--part", fmt.Sprint(i), "--parts", fmt.Sprint(c.Replicas),
+			"--senders", fmt.Sprint(b.cfg.floorSenders), "--schedule", c.schedule(), "--timezone", "UTC")
+	}
 	if c.System == systemLeader {
 		return b.ps.start(c.nodeName(i), b.leaderBin,
 			"--etcd-endpoints", b.etcdURL, "--node-id", c.nodeName(i),
@@ -121,19 +150,23 @@ func (b *bench) startNode(c *cluster, i int) (*proc, error) {
 
 func (b *bench) electionPrefix(name string) string { return "/bench/" + name + "/" }
 
-// writeJobs writes c's jobs file: every job every second, run_all (a tick
-// is never skipped, so missed ticks are the scheduler's), concurrency allow.
+// writeJobs writes c's jobs file: every job on c's schedule (every second
+// unless set) in UTC, run_all (a tick is never skipped, so missed ticks are
+// the scheduler's), concurrency allow.
 func (b *bench) writeJobs(c *cluster) (string, error) {
 	var sb strings.Builder
 	sb.WriteString("jobs:\n")
-	deadline := "1m"
+	deadline := time.Minute
 	if c.Path == "/slow" {
-		deadline = "2s" // scale-out offers more than it can run: a waiting tick gives up after 2 s
+		deadline = 2 * time.Second // scale-out offers more than it can run: a waiting tick gives up after 2 s
+	}
+	if c.Deadline > 0 {
+		deadline = c.Deadline
 	}
 	for _, j := range c.jobs {
-		fmt.Fprintf(&sb, "  - name: %s\n    schedule: \"* * * * * *\"\n    http: {url: %q, method: POST}\n"+
+		fmt.Fprintf(&sb, "  - name: %s\n    schedule: %q\n    timezone: UTC\n    http: {url: %q, method: POST}\n"+
 			"    timeout: 10s\n    concurrency: allow\n    misfire: run_all\n    starting_deadline: %s\n",
-			j, b.sinkURL+c.Path, deadline)
+			j, c.schedule(), b.sinkURL+c.Path, deadline)
 	}
 	path := filepath.Join(b.ps.dir, c.Name+"-jobs.yaml")
 	return path, os.WriteFile(path, []byte(sb.String()), 0o644)
@@ -145,6 +178,14 @@ func (b *bench) ready(ctx context.Context, c *cluster) error {
 		if p.exited() {
 			return errStop{fmt.Errorf("%s exited during start (log %s)", p.name, p.logPath)}
 		}
+	}
+	if c.System == systemFloor {
+		for _, p := range c.nodes {
+			if _, ok := p.event("ready"); !ok {
+				return fmt.Errorf("%s not ready", p.name)
+			}
+		}
+		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -184,6 +225,9 @@ func (b *bench) stop(ctx context.Context, c *cluster) {
 		}
 	}
 	wg.Wait()
+	if c.System == systemFloor {
+		return // nothing in etcd
+	}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	prefix := keyspace.New(c.Name).Root()

@@ -92,6 +92,43 @@ func (l *ledger) missing(jobs []string, from, to time.Time) int {
 	return n
 }
 
+// tickStats is what the ledger says about one given tick of each job.
+type tickStats struct {
+	Received, Missed, Duplicates, Stale int
+	Lags                                []time.Duration // first accepted receipt minus tick; now minus tick when missed
+	LastReceipt                         time.Time       // the latest first receipt
+}
+
+// ticks checks ticks[i] of jobs[i] for every i, as window checks whole
+// seconds: a tick not received by now enters Lags at its lower bound.
+func (l *ledger) ticks(jobs []string, ticks []time.Time, now time.Time) tickStats {
+	st := tickStats{Stale: l.books.Stale()}
+	for i, j := range jobs {
+		seen := l.books.Seen(j, ticks[i])
+		if seen.N == 0 {
+			st.Missed++
+			st.Lags = append(st.Lags, now.Sub(ticks[i]))
+			continue
+		}
+		st.Received++
+		st.Duplicates += seen.N - 1
+		st.Lags = append(st.Lags, seen.First.Sub(ticks[i]))
+		st.LastReceipt = maxTime(st.LastReceipt, seen.First)
+	}
+	return st
+}
+
+// missingTicks counts the ticks[i] of jobs[i] not received yet.
+func (l *ledger) missingTicks(jobs []string, ticks []time.Time) int {
+	n := 0
+	for i, j := range jobs {
+		if l.books.Seen(j, ticks[i]).N == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // jobsSeen counts the jobs of jobs with a fire received at or after t.
 func (l *ledger) jobsSeen(jobs []string, t time.Time) int {
 	seen := map[string]bool{}

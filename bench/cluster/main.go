@@ -1,10 +1,13 @@
 // Command cluster is the cluster benchmark (`make bench-cluster`): a real
 // etcd process, N `shardcron server` processes and, side by side, the
-// single-leader peer (gocron v2 with an etcd elector, bench/leader), all on
-// loopback, firing jobs every second into an in-process fencing-aware sink.
-// It prints a table and a JSON summary, writes an SVG plot, and reports
-// PASS/FAIL against issue 11's targets (benchmark figures: it exits 0
-// whatever they say, non-zero only when it could not measure).
+// single-leader peer (gocron v2 with an etcd elector, bench/leader) and the
+// floor system (bench/floor: the same requests at each tick and nothing
+// else), all on loopback, firing jobs every second into an in-process
+// fencing-aware sink; and a burst of many jobs due at one instant, with and
+// without H. It prints a table and a JSON summary, writes an SVG plot, and
+// reports PASS/FAIL against issues 11's and 23's targets (benchmark
+// figures: it exits 0 whatever they say, non-zero only when it could not
+// measure).
 //
 // Every process runs in its own process group with Pdeathsig SIGKILL and is
 // killed on every exit path, Ctrl-C included. Only loopback is used; ports
@@ -20,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,12 +37,18 @@ import (
 // config is the benchmark's flags.
 type config struct {
 	shardcronBin, etcdBin, leaderBin string
+	floorBin                         string
+	floorSenders                     int
+	burstJobs                        int
+	burstModes                       []string
+	burstLead, burstDrain            time.Duration
 	scenarios                        map[string]bool
 	systems                          []string
 	rates                            []int
 	replicas, shards, maxRuns        int
 	ttl, faultTTL                    time.Duration
 	warmup, window, drain            time.Duration
+	startTimeout                     time.Duration
 	scaleReplicas                    []int
 	scaleShards                      []int
 	scaleJobs, scaleSlots            int
@@ -53,13 +63,19 @@ type config struct {
 
 func parseFlags() (config, error) {
 	var c config
-	var scenarios, systems, rates, scaleN, scaleS string
+	var scenarios, systems, rates, scaleN, scaleS, burstModes string
 	flag.StringVar(&c.shardcronBin, "shardcron", "bin/shardcron", "shardcron binary")
 	flag.StringVar(&c.etcdBin, "etcd", "bin/etcd", "etcd binary")
 	flag.StringVar(&c.leaderBin, "leader", "bin/shardcron-leader", "single-leader peer binary (bench/leader)")
-	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults", "scenarios to run: rate, scaleout, faults")
-	flag.StringVar(&systems, "systems", "shardcron,leader", "systems in the rate and fault scenarios")
-	flag.StringVar(&rates, "rates", "200,1000,5000", "fires per second (jobs every second) of the rate scenario")
+	flag.StringVar(&c.floorBin, "floor", "bin/shardcron-floor", "floor system binary (bench/floor)")
+	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults,burst", "scenarios to run: rate, scaleout, faults, burst")
+	flag.StringVar(&systems, "systems", "shardcron,leader,floor", "systems in the rate scenario; the faults take shardcron and leader of them, the burst shardcron and floor")
+	flag.StringVar(&rates, "rates", "200,1000,5000,10000", "fires per second (jobs every second) of the rate scenario")
+	flag.IntVar(&c.floorSenders, "floor-senders", 64, "sender goroutines (kept connections) per floor process")
+	flag.IntVar(&c.burstJobs, "burst-jobs", 100000, "jobs due at one instant in the burst scenario")
+	flag.StringVar(&burstModes, "burst-modes", "plain,H", "burst schedules: plain (second 0 of one minute) and H (the job's hashed second of that minute)")
+	flag.DurationVar(&c.burstLead, "burst-lead", 30*time.Second, "least time from shardcron's ready replicas to the burst's minute: the apply and every replica's load must fit in it")
+	flag.DurationVar(&c.burstDrain, "burst-drain", 3*time.Minute, "bound on waiting for the burst's last tick to arrive, after it is due; also its jobs' starting_deadline")
 	flag.IntVar(&c.replicas, "replicas", 3, "replicas (and leader candidates) in the rate and fault scenarios")
 	flag.IntVar(&c.shards, "shards", 1024, "shards of the rate scenario's clusters")
 	flag.IntVar(&c.maxRuns, "max-concurrent-runs", 64, "--max-concurrent-runs of the rate and fault scenarios' replicas")
@@ -67,6 +83,7 @@ func parseFlags() (config, error) {
 	flag.DurationVar(&c.faultTTL, "fault-ttl", 3*time.Second, "lease TTL (election TTL) of the fault scenario")
 	flag.DurationVar(&c.warmup, "warmup", 5*time.Second, "time from ready to the measured window")
 	flag.DurationVar(&c.window, "window", 20*time.Second, "measured window of the rate scenario")
+	flag.DurationVar(&c.startTimeout, "start-timeout", 90*time.Second, "bound on a cluster's start: processes ready, then every job fired once")
 	flag.DurationVar(&c.drain, "drain", 15*time.Second, "bound on waiting for a window's late ticks")
 	flag.StringVar(&scaleN, "scale-replicas", "1,2,4", "replica counts of the scale-out scenario")
 	flag.StringVar(&scaleS, "scale-shards", "1,256", "shard counts of the scale-out scenario")
@@ -80,17 +97,24 @@ func parseFlags() (config, error) {
 	flag.BoolVar(&c.keepLogs, "keep-logs", false, "keep the processes' logs and etcd data even on success")
 	flag.StringVar(&c.replot, "replot", "", "only redraw the plot (-svg) from this JSON summary of an earlier run")
 	flag.IntVar(&c.sinkHeadroomMiB, "sink-gc-headroom", 1024, "MiB the benchmark's own heap (the sink's ledger) may grow between collections; 0: Go's default pacing")
-	quick := flag.Bool("quick", false, "a short run for iterating: rates 200,1000, short windows, scale-out at 1 and 4 replicas")
+	quick := flag.Bool("quick", false, "a short run for iterating: rates 200,1000, short windows, scale-out at 1 and 4 replicas, a burst of 10,000")
 	flag.Parse()
 	if *quick {
 		quickDefaults(map[string]any{"rates": &rates, "scale-replicas": &scaleN, "warmup": &c.warmup,
-			"window": &c.window, "scale-window": &c.scaleWindow, "drain": &c.drain})
+			"window": &c.window, "scale-window": &c.scaleWindow, "drain": &c.drain,
+			"burst-jobs": &c.burstJobs, "burst-lead": &c.burstLead})
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		c.scenarios[strings.TrimSpace(s)] = true
 	}
 	c.systems = strings.Split(systems, ",")
+	for _, m := range strings.Split(burstModes, ",") {
+		if m = strings.TrimSpace(m); m != burstPlain && m != burstHashed {
+			return c, fmt.Errorf("-burst-modes: %q is neither %s nor %s", m, burstPlain, burstHashed)
+		}
+		c.burstModes = append(c.burstModes, m)
+	}
 	var err error
 	if c.rates, err = ints(rates); err != nil {
 		return c, err
@@ -110,7 +134,8 @@ func quickDefaults(vars map[string]any) {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	quick := map[string]any{"rates": "200,1000", "scale-replicas": "1,4", "warmup": 2 * time.Second,
-		"window": 5 * time.Second, "scale-window": 4 * time.Second, "drain": 8 * time.Second}
+		"window": 5 * time.Second, "scale-window": 4 * time.Second, "drain": 8 * time.Second,
+		"burst-jobs": 10000, "burst-lead": 20 * time.Second}
 	for name, v := range vars {
 		if set[name] {
 			continue
@@ -120,6 +145,8 @@ func quickDefaults(vars map[string]any) {
 			*p = quick[name].(string)
 		case *time.Duration:
 			*p = quick[name].(time.Duration)
+		case *int:
+			*p = quick[name].(int)
 		}
 	}
 }
@@ -134,6 +161,30 @@ func ints(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// uses reports whether system takes part in any chosen scenario.
+func (c config) uses(system string) bool {
+	in := slices.Contains(c.systems, system)
+	switch system {
+	case systemShardcron:
+		return in || c.scenarios["scaleout"]
+	case systemLeader:
+		return in && (c.scenarios["rate"] || c.scenarios["faults"])
+	default:
+		return in && (c.scenarios["rate"] || c.scenarios["burst"])
+	}
+}
+
+// binaries returns the binaries the chosen scenarios and systems need.
+func (c config) binaries() []string {
+	out := []string{c.etcdBin}
+	for sys, bin := range map[string]string{systemShardcron: c.shardcronBin, systemLeader: c.leaderBin, systemFloor: c.floorBin} {
+		if c.uses(sys) {
+			out = append(out, bin)
+		}
+	}
+	return out
 }
 
 // bench is one benchmark run: its processes, etcd, the sink.
@@ -235,8 +286,8 @@ func replot(jsonPath, svgPath string) error {
 
 func (b *bench) setup(ctx context.Context) error {
 	var err error
-	for _, p := range []*string{&b.cfg.shardcronBin, &b.cfg.etcdBin, &b.cfg.leaderBin} {
-		if _, err := os.Stat(*p); err != nil {
+	for _, p := range b.cfg.binaries() {
+		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("binary: %w (make bench-cluster builds them)", err)
 		}
 	}

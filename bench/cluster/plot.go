@@ -24,7 +24,7 @@ type panel struct {
 	log                   bool // a log10 y axis (lags span milliseconds to tens of seconds)
 }
 
-// plot draws lag against fires/s for both systems and runs/s against
+// plot draws lag against fires/s for every system and runs/s against
 // replicas for the scale-out.
 func plot(res results) string {
 	var lag panel
@@ -38,8 +38,8 @@ func plot(res results) string {
 	for _, r := range rs {
 		lag.xs = append(lag.xs, fmt.Sprint(r))
 	}
-	colors := map[string]string{systemShardcron: "#1f77b4", systemLeader: "#d62728"}
-	for _, sys := range []string{systemShardcron, systemLeader} {
+	colors := map[string]string{systemShardcron: "#1f77b4", systemLeader: "#d62728", systemFloor: "#555555"}
+	for _, sys := range []string{systemShardcron, systemLeader, systemFloor} {
 		p50, p99 := nanSlice(len(rs)), nanSlice(len(rs))
 		for _, r := range res.Rate {
 			if r.System == sys {
@@ -47,7 +47,9 @@ func plot(res results) string {
 				p50[i], p99[i] = r.Lag.P50, r.Lag.P99
 			}
 		}
-		lag.lines = append(lag.lines, series{sys + " p99", colors[sys], false, p99}, series{sys + " p50", colors[sys], true, p50})
+		if !allNaN(p99) {
+			lag.lines = append(lag.lines, series{sys + " p99", colors[sys], false, p99}, series{sys + " p50", colors[sys], true, p50})
+		}
 	}
 	var sc panel
 	sc.title, sc.ylabel, sc.xlabel = "Runs/s vs replicas (runs hold a slot 100 ms)", "runs/s", "replicas"
@@ -69,13 +71,56 @@ func plot(res results) string {
 		}
 		sc.lines = append(sc.lines, series{fmt.Sprintf("%d shard(s)", sh), palette[i%len(palette)], false, ys})
 	}
+	panels := []panel{lag, sc}
+	if len(res.Burst) > 0 {
+		panels = append(panels, burstPanel(res.Burst, colors))
+	}
+	width := 480 * len(panels)
 	var b strings.Builder
-	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" width="960" height="400" font-family="sans-serif" font-size="12">` + "\n")
-	b.WriteString(`<rect width="960" height="400" fill="white"/>` + "\n")
-	drawPanel(&b, lag, 60, 40, 380, 280)
-	drawPanel(&b, sc, 540, 40, 380, 280)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="400" font-family="sans-serif" font-size="12">`+"\n", width)
+	fmt.Fprintf(&b, `<rect width="%d" height="400" fill="white"/>`+"\n", width)
+	for i, p := range panels {
+		drawPanel(&b, p, 60+480*float64(i), 40, 380, 280)
+	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// burstPanel draws each system's lag p99 and time to deliver all, by burst
+// mode.
+func burstPanel(bursts []burstResult, colors map[string]string) panel {
+	var p panel
+	p.title, p.ylabel, p.xlabel = fmt.Sprintf("Burst of %d jobs at one minute", bursts[0].Jobs), "ms (log scale)", "schedule"
+	p.log = true
+	var modes []string
+	for _, r := range bursts {
+		if !slices.Contains(modes, r.Mode) {
+			modes = append(modes, r.Mode)
+		}
+	}
+	p.xs = modes
+	for _, sys := range []string{systemShardcron, systemFloor} {
+		p99, all := nanSlice(len(modes)), nanSlice(len(modes))
+		for _, r := range bursts {
+			if r.System == sys {
+				i := slices.Index(modes, r.Mode)
+				p99[i], all[i] = r.Lag.P99, r.DeliverAllMs
+			}
+		}
+		if !allNaN(p99) {
+			p.lines = append(p.lines, series{sys + " lag p99", colors[sys], false, p99}, series{sys + " deliver all", colors[sys], true, all})
+		}
+	}
+	return p
+}
+
+func allNaN(ys []float64) bool {
+	for _, y := range ys {
+		if !math.IsNaN(y) {
+			return false
+		}
+	}
+	return true
 }
 
 func drawPanel(b *strings.Builder, p panel, x0, y0, w, h float64) {

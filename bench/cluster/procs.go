@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +77,30 @@ func (p *proc) event(kind string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// httpAddr returns the address a shardcron replica logged as "http
+// listening" (text or JSON log), if it has.
+func (p *proc) httpAddr() (string, bool) {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); strings.Contains(line, "http listening") {
+			if m := addrRE.FindStringSubmatch(line); m != nil {
+				return m[1], true
+			}
+		}
+	}
+	return "", false
+}
+
+// addrRE finds the addr attribute of a text (addr=x) or JSON ("addr":"x")
+// log line.
+var addrRE = regexp.MustCompile(`"?addr"?[=:]"?([0-9.:\[\]a-f]+)`)
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 

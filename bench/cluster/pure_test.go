@@ -1,9 +1,12 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -159,5 +162,160 @@ func TestPlotDrawsBothPanels(t *testing.T) {
 		if !strings.Contains(svg, want) {
 			t.Errorf("plot lacks %q", want)
 		}
+	}
+}
+
+func TestEvaluateFloorTargets(t *testing.T) {
+	res := results{
+		Rate: []rateResult{
+			{System: systemShardcron, FiresPerSec: 200, Lag: lagStats{P99: 30}},
+			{System: systemFloor, FiresPerSec: 200, Lag: lagStats{P99: 10}},
+			{System: systemShardcron, FiresPerSec: 1000, Lag: lagStats{P99: 60}, PutBytes: 300, TxnRPCs: 0.03},
+			{System: systemFloor, FiresPerSec: 1000, Lag: lagStats{P99: 50}},
+			{System: systemShardcron, FiresPerSec: 10000, Lag: lagStats{P99: 900}},
+			{System: systemFloor, FiresPerSec: 10000, Lag: lagStats{P99: 300}},
+		},
+		Burst: []burstResult{
+			{System: systemShardcron, Mode: burstPlain, Jobs: 10, Received: 10, Lag: lagStats{P99: 140}},
+			{System: systemFloor, Mode: burstPlain, Jobs: 10, Received: 10, Lag: lagStats{P99: 100}},
+			{System: systemShardcron, Mode: burstHashed, Jobs: 10, Received: 9, Missed: 1, Lag: lagStats{P99: 10}},
+			{System: systemFloor, Mode: burstHashed, Jobs: 10, Received: 10, Lag: lagStats{P99: 10}},
+		},
+	}
+	ratios, targets := evaluate(res)
+	got := map[string]bool{}
+	for _, tg := range targets {
+		got[tg.Name] = tg.Pass
+	}
+	want := map[string]bool{
+		"lag p99 at 1000 fires/s ≤ 1.5× floor, 0 missed, 0 duplicates":                          true,
+		"lag p99 at 10000 fires/s ≤ 1.5× floor, 0 missed, 0 duplicates":                         false, // 3×
+		"etcd bytes put per fire at 1,000 fires/s":                                              true,
+		"etcd transactions per fire at 1,000 fires/s":                                           true,
+		"burst of 10 jobs (plain): all delivered, 0 missed, 0 duplicates, lag p99 ≤ 1.5× floor": true,
+		"burst of 10 jobs (H): all delivered, 0 missed, 0 duplicates, lag p99 ≤ 1.5× floor":     false, // one missed
+	}
+	if len(got) != len(want) {
+		t.Errorf("targets = %v, want %v (no floor target at 200 fires/s)", got, want)
+	}
+	for name, pass := range want {
+		if p, ok := got[name]; !ok || p != pass {
+			t.Errorf("target %q: pass %v (present %v), want %v", name, p, ok, pass)
+		}
+	}
+	n := 0
+	for _, r := range ratios {
+		if r.Versus == systemFloor {
+			n++
+			if r.What == "lag p99" && r.FiresPerSec == 200 && r.Ratio != 3 {
+				t.Errorf("200/s lag p99 ratio = %v, want 3", r.Ratio)
+			}
+		}
+	}
+	if n != 3*5 {
+		t.Errorf("%d floor ratios, want 5 measures at 3 rates", n)
+	}
+}
+
+func TestBurstScheduleAndTicks(t *testing.T) {
+	now := time.Date(2026, 12, 1, 23, 59, 10, 0, time.UTC)
+	minute := burstMinute(now, 30*time.Second)
+	if want := time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC).Add(time.Minute); !minute.Equal(want) {
+		t.Fatalf("burstMinute = %v, want %v", minute, want)
+	}
+	if m := burstMinute(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), 0); m.Second() != 0 || m.Minute() != 0 {
+		t.Errorf("a top of a minute is its own burst minute, got %v", m)
+	}
+	if got := burstSpec(burstPlain, minute); got != "0 0 0 2 12 *" {
+		t.Errorf("plain spec = %q", got)
+	}
+	if got := burstSpec(burstHashed, minute); got != "H 0 0 2 12 *" {
+		t.Errorf("H spec = %q", got)
+	}
+	jobs := []string{"b-00000", "b-00001", "b-00002", "b-00003"}
+	plain, err := burstTicks(burstSpec(burstPlain, minute), jobs, minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range plain {
+		if !tk.Equal(minute) {
+			t.Errorf("plain tick of %s = %v, want the minute %v", jobs[i], tk, minute)
+		}
+	}
+	hashed, err := burstTicks(burstSpec(burstHashed, minute), jobs, minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range hashed {
+		if want := minute.Add(time.Duration(cronspec.HashOffset(jobs[i], 0, 60)) * time.Second); !tk.Equal(want) {
+			t.Errorf("H tick of %s = %v, want %v", jobs[i], tk, want)
+		}
+	}
+}
+
+func TestLedgerTicks(t *testing.T) {
+	l := newLedger()
+	t0 := time.Unix(2_000_000, 0)
+	jobs := []string{"a", "b", "c"}
+	ticks := []time.Time{t0, t0.Add(5 * time.Second), t0}
+	l.record(fire{Job: "a", Tick: t0, Token: 1, At: t0.Add(40 * time.Millisecond)})
+	l.record(fire{Job: "a", Tick: t0, Token: 1, At: t0.Add(90 * time.Millisecond)})
+	l.record(fire{Job: "b", Tick: t0.Add(5 * time.Second), Token: 1, At: t0.Add(5*time.Second + 10*time.Millisecond)})
+	l.record(fire{Job: "c", Tick: t0.Add(time.Second), Token: 1, At: t0.Add(time.Second)}) // not the tick asked
+	if n := l.missingTicks(jobs, ticks); n != 1 {
+		t.Fatalf("missingTicks = %d, want 1 (c)", n)
+	}
+	st := l.ticks(jobs, ticks, t0.Add(20*time.Second))
+	if st.Received != 2 || st.Missed != 1 || st.Duplicates != 1 {
+		t.Fatalf("ticks = %+v", st)
+	}
+	if !st.LastReceipt.Equal(t0.Add(5*time.Second + 10*time.Millisecond)) {
+		t.Errorf("last receipt = %v", st.LastReceipt)
+	}
+	if s := summarise(st.Lags); s.Max != 20000 || s.P50 != 40 {
+		t.Errorf("lags = %+v, want max 20000 ms (c at its lower bound), p50 40 ms", s)
+	}
+}
+
+func TestAddrFromLogLine(t *testing.T) {
+	for line, want := range map[string]string{
+		`time=2026-12-01T18:00:00Z level=INFO msg="http listening" addr=127.0.0.1:41234`:            "127.0.0.1:41234",
+		`{"time":"2026-12-01T18:00:00Z","level":"INFO","msg":"http listening","addr":"[::1]:8080"}`: "[::1]:8080",
+	} {
+		m := addrRE.FindStringSubmatch(line)
+		if m == nil || m[1] != want {
+			t.Errorf("%s: got %v, want %s", line, m, want)
+		}
+	}
+}
+
+func TestBinariesFollowScenarios(t *testing.T) {
+	c := config{shardcronBin: "s", etcdBin: "e", leaderBin: "l", floorBin: "f",
+		systems: []string{systemShardcron, systemFloor}, scenarios: map[string]bool{"burst": true}}
+	got := c.binaries()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"e", "f", "s"}) {
+		t.Errorf("binaries = %v, want etcd, floor, shardcron", got)
+	}
+	c.systems, c.scenarios = []string{systemLeader}, map[string]bool{"scaleout": true}
+	if got := c.binaries(); slices.Contains(got, "l") || !slices.Contains(got, "s") {
+		t.Errorf("scale-out alone: binaries = %v, want shardcron and no leader", got)
+	}
+}
+
+func TestPlotDrawsBurstAndFloor(t *testing.T) {
+	svg := plot(results{
+		Rate: []rateResult{{System: systemShardcron, FiresPerSec: 1000, Lag: lagStats{P50: 20, P99: 60}},
+			{System: systemFloor, FiresPerSec: 1000, Lag: lagStats{P50: 10, P99: 40}}},
+		Burst: []burstResult{{System: systemShardcron, Mode: burstPlain, Jobs: 100, Lag: lagStats{P99: 900}, DeliverAllMs: 1200},
+			{System: systemFloor, Mode: burstHashed, Jobs: 100, Lag: lagStats{P99: 5}, DeliverAllMs: 59000}},
+	})
+	for _, want := range []string{"floor p99", "Burst of 100 jobs", "shardcron lag p99", "floor deliver all", `width="1440"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("plot lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, "leader p99") {
+		t.Error("plot draws a leader that was not measured")
 	}
 }

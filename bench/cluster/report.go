@@ -10,16 +10,26 @@ import (
 	"text/tabwriter"
 )
 
-// ratio is shardcron's figure over the leader's at one rate.
+// ratio is shardcron's figure over a peer's (the leader or the floor) at
+// one rate.
 type ratio struct {
 	FiresPerSec int     `json:"fires_per_s"`
 	What        string  `json:"what"`
+	Versus      string  `json:"versus"` // leader or floor
 	Shardcron   float64 `json:"shardcron"`
-	Leader      float64 `json:"leader"`
+	Peer        float64 `json:"peer"`
 	Ratio       float64 `json:"ratio"`
 }
 
-// target is one of issue 11's targets, judged on this run.
+// floorRates are the rates at which issue 23 sets shardcron's lag p99
+// against the floor system's.
+var floorRates = map[int]bool{1000: true, 5000: true, 10000: true}
+
+// floorFactor is how far above the floor system's lag p99 shardcron's may
+// be (issue 23), at those rates and in a burst.
+const floorFactor = 1.5
+
+// target is one of issues 11's and 23's targets, judged on this run.
 type target struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
@@ -42,18 +52,22 @@ func evaluate(res results) ([]ratio, []target) {
 	for _, rate := range slices.Sorted(maps.Keys(byRate)) {
 		sc, okS := byRate[rate][systemShardcron]
 		ld, okL := byRate[rate][systemLeader]
+		fl, okF := byRate[rate][systemFloor]
 		if okS && okL {
-			for _, x := range []struct {
-				what string
-				s, l float64
-			}{{"lag p50", sc.Lag.P50, ld.Lag.P50}, {"lag p99", sc.Lag.P99, ld.Lag.P99}, {"lag max", sc.Lag.Max, ld.Lag.Max},
-				{"cpu replicas /1k fires", sc.CPUNodes1k, ld.CPUNodes1k}, {"cpu etcd /1k fires", sc.CPUEtcd1k, ld.CPUEtcd1k}} {
-				ratios = append(ratios, ratio{rate, x.what, x.s, x.l, div(x.s, x.l)})
-			}
+			ratios = append(ratios, rateRatios(rate, systemLeader, sc, ld)...)
 			pass := sc.Lag.P99 <= 0.5*ld.Lag.P99 && sc.Missed == 0 && sc.Duplicates == 0
 			targets = append(targets, target{Name: fmt.Sprintf("lag p99 at %d fires/s ≤ 0.5× leader, 0 missed, 0 duplicates", rate),
 				Value: div(sc.Lag.P99, ld.Lag.P99), Limit: "≤ 0.5", Pass: pass,
 				Note: fmt.Sprintf("missed %d, duplicates %d", sc.Missed, sc.Duplicates)})
+		}
+		if okS && okF {
+			ratios = append(ratios, rateRatios(rate, systemFloor, sc, fl)...)
+			if floorRates[rate] {
+				targets = append(targets, target{Name: fmt.Sprintf("lag p99 at %d fires/s ≤ %.1f× floor, 0 missed, 0 duplicates", rate, floorFactor),
+					Value: div(sc.Lag.P99, fl.Lag.P99), Limit: fmt.Sprintf("≤ %.1f", floorFactor),
+					Pass: sc.Lag.P99 <= floorFactor*fl.Lag.P99 && sc.Missed == 0 && sc.Duplicates == 0,
+					Note: fmt.Sprintf("%.1f vs %.1f ms; missed %d, duplicates %d (floor missed %d)", sc.Lag.P99, fl.Lag.P99, sc.Missed, sc.Duplicates, fl.Missed)})
+			}
 		}
 		if okS && rate == 1000 {
 			targets = append(targets,
@@ -73,7 +87,43 @@ func evaluate(res results) ([]ratio, []target) {
 	if one > 0 && many > 0 {
 		targets = append(targets, target{Name: "runs/s, 256 shards over 4 replicas vs 1 shard", Value: many / one, Limit: "≥ 3.5", Pass: many/one >= 3.5})
 	}
-	return ratios, targets
+	return ratios, append(targets, burstTargets(res.Burst)...)
+}
+
+// rateRatios sets shardcron's lag and CPU at one rate against peer's.
+func rateRatios(rate int, peer string, sc, p rateResult) []ratio {
+	var out []ratio
+	for _, x := range []struct {
+		what string
+		s, p float64
+	}{{"lag p50", sc.Lag.P50, p.Lag.P50}, {"lag p99", sc.Lag.P99, p.Lag.P99}, {"lag max", sc.Lag.Max, p.Lag.Max},
+		{"cpu replicas /1k fires", sc.CPUNodes1k, p.CPUNodes1k}, {"cpu etcd /1k fires", sc.CPUEtcd1k, p.CPUEtcd1k}} {
+		out = append(out, ratio{rate, x.what, peer, x.s, x.p, div(x.s, x.p)})
+	}
+	return out
+}
+
+// burstTargets judges each burst mode measured for both shardcron and the
+// floor: every tick delivered once, and lag p99 within floorFactor of the
+// floor's for the same burst.
+func burstTargets(bursts []burstResult) []target {
+	var out []target
+	for _, sc := range bursts {
+		if sc.System != systemShardcron {
+			continue
+		}
+		for _, fl := range bursts {
+			if fl.System != systemFloor || fl.Mode != sc.Mode || fl.Jobs != sc.Jobs {
+				continue
+			}
+			out = append(out, target{Name: fmt.Sprintf("burst of %d jobs (%s): all delivered, 0 missed, 0 duplicates, lag p99 ≤ %.1f× floor", sc.Jobs, sc.Mode, floorFactor),
+				Value: div(sc.Lag.P99, fl.Lag.P99), Limit: fmt.Sprintf("≤ %.1f", floorFactor),
+				Pass: sc.Lag.P99 <= floorFactor*fl.Lag.P99 && sc.Missed == 0 && sc.Duplicates == 0 && sc.Received == sc.Jobs,
+				Note: fmt.Sprintf("%.0f vs %.0f ms; all delivered in %.0f vs %.0f ms; missed %d, duplicates %d (floor missed %d)",
+					sc.Lag.P99, fl.Lag.P99, sc.DeliverAllMs, fl.DeliverAllMs, sc.Missed, sc.Duplicates, fl.Missed)})
+		}
+	}
+	return out
 }
 
 func div(a, b float64) float64 {
@@ -103,10 +153,23 @@ func report(w io.Writer, res results, cfg config) {
 		tw.Flush()
 	}
 	if len(res.Ratios) > 0 {
-		fmt.Fprintln(w, "\n## shardcron / leader")
-		fmt.Fprintln(tw, "fires/s\tmeasure\tshardcron\tleader\tratio\t")
+		fmt.Fprintln(w, "\n## shardcron / leader, shardcron / floor")
+		fmt.Fprintln(tw, "fires/s\tversus\tmeasure\tshardcron\tpeer\tratio\t")
 		for _, r := range res.Ratios {
-			fmt.Fprintf(tw, "%d\t%s\t%.3f\t%.3f\t%.2f\t\n", r.FiresPerSec, r.What, r.Shardcron, r.Leader, r.Ratio)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%.3f\t%.3f\t%.2f\t\n", r.FiresPerSec, r.Versus, r.What, r.Shardcron, r.Peer, r.Ratio)
+		}
+		tw.Flush()
+	}
+	if len(res.Burst) > 0 {
+		fmt.Fprintln(w, "\n## Burst: every job due once at one minute (plain) or at its H second of it")
+		fmt.Fprintln(tw, "jobs\tmode\tsystem\treplicas\tticks span s\tdeliver all ms\tlag p50 ms\tp99 ms\tmax ms\treceived\tmissed\tdup\tready s\tmargin s\t")
+		for _, r := range res.Burst {
+			ge := ""
+			if r.Missed > 0 {
+				ge = "≥"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s%.0f\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.Jobs, r.Mode, r.System, r.Replicas,
+				r.SpanS, ge, r.DeliverAllMs, r.Lag.P50, ge, r.Lag.P99, ge, r.Lag.Max, r.Received, r.Missed, r.Duplicates, r.ReadyS, r.MarginS)
 		}
 		tw.Flush()
 	}

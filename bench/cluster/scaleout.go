@@ -17,6 +17,7 @@ type results struct {
 	Rate      []rateResult  `json:"rate"`
 	Scale     []scaleResult `json:"scaleout"`
 	Faults    []faultResult `json:"faults"`
+	Burst     []burstResult `json:"burst"`
 	Ratios    []ratio       `json:"ratios"`
 	Targets   []target      `json:"targets"`
 }
@@ -66,6 +67,9 @@ func (b *bench) runAll(ctx context.Context) (results, error) {
 	}
 	if b.cfg.scenarios["faults"] {
 		for _, sys := range b.cfg.systems {
+			if sys == systemFloor {
+				continue // the floor has no owner to crash
+			}
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
@@ -73,6 +77,24 @@ func (b *bench) runAll(ctx context.Context) (results, error) {
 			r, err := b.runFaults(ctx, sys)
 			note(err)
 			res.Faults = append(res.Faults, r...)
+		}
+	}
+	if b.cfg.scenarios["burst"] {
+		for _, mode := range b.cfg.burstModes {
+			for _, sys := range b.cfg.systems {
+				if sys != systemShardcron && sys != systemFloor {
+					continue
+				}
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				progress("burst of %d jobs, %s: %s", b.cfg.burstJobs, mode, sys)
+				r, err := b.runBurst(ctx, sys, mode)
+				note(err)
+				if err == nil {
+					res.Burst = append(res.Burst, r)
+				}
+			}
 		}
 	}
 	res.Ratios, res.Targets = evaluate(res)
