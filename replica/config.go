@@ -13,6 +13,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
 	"github.com/shardcron/shardcron/runner"
 )
 
@@ -63,7 +64,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Shards == 0 {
-		c.Shards = config.DefaultShards
+		c.Shards = rebalance.DefaultShards
 	}
 	if c.Env == nil {
 		c.Env = os.LookupEnv
