@@ -5,7 +5,9 @@
 // client commands take the Shared ones, the cluster and the way to etcd
 // (Client: ResolveClient, BindClientFlags), and read the same --config file.
 //
-// The --config file is strict YAML read by
+// A setting that configures a library package defaults to that package's
+// constant (lease.DefaultTTL, shard.DefaultDrainTimeout, ...), so a setting
+// left alone means what the library means by it. The --config file is strict YAML read by
 // config.DecodeFile, as the jobs file is.
 //
 // Failure model: resolving reports every problem, not the first, as

@@ -13,24 +13,23 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
-// Defaults and bounds of the node settings.
+// Defaults and bounds of the node settings that belong to no library
+// package. The others are the owners' constants: lease.DefaultTTL,
+// lease.DefaultMargin and lease.MinTTL, rebalance.DefaultShards,
+// scheduler.DefaultMaxConcurrentRuns and shard.DefaultDrainTimeout.
 const (
-	DefaultCluster           = "default"
-	DefaultDataDir           = "shardcron-data"
-	DefaultHTTPAddr          = ":8080"
-	DefaultLeaseTTL          = 10 * time.Second
-	DefaultLeaseMargin       = time.Second
-	DefaultShards            = 1024
-	DefaultMaxConcurrentRuns = 64
-	DefaultDrainTimeout      = 10 * time.Second
-	DefaultLogLevel          = "info"
-	DefaultLogFormat         = "text"
+	DefaultCluster   = "default"
+	DefaultDataDir   = "shardcron-data"
+	DefaultHTTPAddr  = ":8080"
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "text"
 
-	// MinLeaseTTL is the shortest lease TTL: etcd grants whole seconds, and
-	// renewal at TTL/3 needs room for a retry.
-	MinLeaseTTL = 2 * time.Second
 	// MaxLeaseTTL bounds how long a crashed replica's shards stay unowned.
 	MaxLeaseTTL = time.Hour
 	// MaxDrainTimeout bounds a graceful shutdown.
@@ -178,11 +177,11 @@ func DefaultNode() Node {
 		NodeID:            host,
 		DataDir:           DefaultDataDir,
 		HTTPAddr:          DefaultHTTPAddr,
-		LeaseTTL:          config.Duration(DefaultLeaseTTL),
-		LeaseMargin:       config.Duration(DefaultLeaseMargin),
-		Shards:            DefaultShards,
-		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
-		DrainTimeout:      config.Duration(DefaultDrainTimeout),
+		LeaseTTL:          config.Duration(lease.DefaultTTL),
+		LeaseMargin:       config.Duration(lease.DefaultMargin),
+		Shards:            rebalance.DefaultShards,
+		MaxConcurrentRuns: scheduler.DefaultMaxConcurrentRuns,
+		DrainTimeout:      config.Duration(shard.DefaultDrainTimeout),
 		LogLevel:          DefaultLogLevel,
 		LogFormat:         DefaultLogFormat,
 		HTTPOpen:          []string{"healthz", "readyz", "metrics"},
@@ -219,8 +218,8 @@ func (n Node) Validate() error {
 	}
 	ttl, margin := n.LeaseTTL.D(), n.LeaseMargin.D()
 	switch {
-	case ttl < MinLeaseTTL:
-		bad("lease_ttl", "%v is less than the minimum of %v", n.LeaseTTL, config.Duration(MinLeaseTTL))
+	case ttl < lease.MinTTL:
+		bad("lease_ttl", "%v is less than the minimum of %v", n.LeaseTTL, config.Duration(lease.MinTTL))
 	case ttl > MaxLeaseTTL:
 		bad("lease_ttl", "%v is more than the limit of %v", n.LeaseTTL, config.Duration(MaxLeaseTTL))
 	case ttl%time.Second != 0:
@@ -229,7 +228,7 @@ func (n Node) Validate() error {
 	switch {
 	case margin < 0:
 		bad("lease_margin", "must not be negative")
-	case ttl >= MinLeaseTTL && margin > ttl/2:
+	case ttl >= lease.MinTTL && margin > ttl/2:
 		bad("lease_margin", "%v is more than half the lease TTL (%v): the safe deadline would leave too little of the lease", n.LeaseMargin, n.LeaseTTL)
 	}
 	if n.Shards < 1 || n.Shards > keyspace.MaxShards {

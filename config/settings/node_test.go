@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/shard"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -43,7 +44,7 @@ func TestResolveNodePrecedence(t *testing.T) {
 			}
 		}},
 		{"file over default", []string{"--config", file}, nil, func(t *testing.T, n Node) {
-			if n.Cluster != "from-file" || n.LeaseTTL.D() != 20*time.Second || n.Shards != 256 || n.LogLevel != "warn" || n.DrainTimeout.D() != DefaultDrainTimeout {
+			if n.Cluster != "from-file" || n.LeaseTTL.D() != 20*time.Second || n.Shards != 256 || n.LogLevel != "warn" || n.DrainTimeout.D() != shard.DefaultDrainTimeout {
 				t.Fatalf("%+v", n)
 			}
 		}},
