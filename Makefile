@@ -39,7 +39,7 @@ test: etcd test-alerts
 # (cmd/shardcron, the docs quick start), the etcd test helpers, and the
 # slow real-etcd packages (internal/etcdembed, jobstore, shard: a minute
 # or more each).
-UNIT_PKGS := ./cronspec ./rebalance ./config ./httpauth ./internal/baddata \
+UNIT_PKGS := ./cronspec ./rebalance ./config ./config/settings ./httpauth ./internal/baddata \
 	./internal/keyspace ./internal/ledger ./internal/poll ./internal/gcpace \
 	./scheduler ./runner ./lease ./control ./dashboard ./replica
 test-unit:

@@ -1,10 +1,9 @@
-// Package config reads what users write: the jobs file (ParseJobs, LoadJobs,
-// MarshalJobs) and the settings of every command: one table (nodeflags.go)
-// with one precedence, flag > environment SHARDCRON_<FLAG> > --config file >
-// default, an empty variable counting as unset. `server` takes every setting
-// (Node: ResolveNode, BindNodeFlags); the client commands take the Shared
-// ones, the cluster and the way to etcd (Client: ResolveClient,
-// BindClientFlags), and read the same --config file.
+// Package config is the job model: the Job type and the jobs file users
+// write (ParseJobs, LoadJobs, MarshalJobs), with its JSON Schema. A replica's
+// own settings (flags, environment, --config file) are package
+// config/settings, which reads its file with this package's strict YAML
+// (DecodeFile) and reports problems as its Errors; nothing here parses flags,
+// so the scheduler, which holds jobs, imports no flag package.
 //
 // The jobs file is strict. A typo must never become a job that silently does
 // not run, so unknown fields, duplicate keys (also inside headers and env),
@@ -29,6 +28,6 @@
 //
 // Invariants: a job ParseJobs returns has its defaults set (SetDefaults) and
 // passes Validate; MarshalJobs of it parses back to the same job. Nothing in
-// this package panics or exits, and nothing here reads the environment except
-// ResolveNode and ResolveClient through the function they are given.
+// this package panics, exits or reads the environment: Expand is given its
+// lookup.
 package config

@@ -52,6 +52,10 @@ var (
 	anyVar = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
+// IsEnvName says whether name may name an environment variable of an exec
+// job: letters, digits and _, not starting with a digit.
+func IsEnvName(name string) bool { return envName.MatchString(name) }
+
 // SetDefaults fills in every field the jobs file may omit: timezone UTC,
 // method POST, timeout 1m, concurrency forbid, misfire run_once, and a
 // retry backoff of 1s when retries are given. A starting

@@ -13,7 +13,8 @@ import (
 	"github.com/shardcron/shardcron/shard"
 )
 
-// History bounds: how many runs one request returns.
+// History bounds: how many runs one request returns, from the CLI or the
+// API (dashboard.DefaultRuns and MaxRuns are the same values).
 const (
 	DefaultHistory = 20
 	MaxHistory     = 1000

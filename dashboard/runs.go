@@ -7,7 +7,10 @@ import (
 	"strconv"
 )
 
-// Run history paging bounds for GET /api/v1/jobs/{name}/runs?limit=.
+// Run history paging bounds for GET /api/v1/jobs/{name}/runs?limit=. They
+// are control.DefaultHistory and control.MaxHistory, which answer the
+// request, copied because this package imports nothing that reaches etcd;
+// replica's TestRunsPageBoundsAgree holds them equal.
 const (
 	DefaultRuns = 20
 	MaxRuns     = 1000

@@ -13,6 +13,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
 	"github.com/shardcron/shardcron/runner"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -32,13 +33,14 @@ type Config struct {
 	WrapHTTP func(http.Handler) http.Handler
 	// Lease configures the node's session (TTL, margin).
 	Lease lease.Config
-	// Shards is S, used only when the cluster is created (default 1,024).
+	// Shards is S, used only when the cluster is created (default
+	// rebalance.DefaultShards, 1,024).
 	Shards int
-	// DrainTimeout bounds draining a shard's runs on release (shard's
-	// default, 10 s).
+	// DrainTimeout bounds draining a shard's runs on release (default
+	// shard.DefaultDrainTimeout, 10 s).
 	DrainTimeout time.Duration
-	// MaxConcurrentRuns caps this replica's runs (the scheduler's default,
-	// 64).
+	// MaxConcurrentRuns caps this replica's runs (default
+	// scheduler.DefaultMaxConcurrentRuns, 64).
 	MaxConcurrentRuns int
 	// Jobs bootstraps an empty cluster's job set (--jobs); otherwise a
 	// difference is reported as drift. Nil: no bootstrap, no drift.
@@ -66,7 +68,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Shards == 0 {
-		c.Shards = config.DefaultShards
+		c.Shards = rebalance.DefaultShards
 	}
 	if c.Env == nil {
 		c.Env = os.LookupEnv

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 )
 
 // badValues are invalid values of flags whose type accepts them: each must
@@ -212,7 +212,7 @@ func TestEveryBadSettingNamesItsSource(t *testing.T) {
 	defer func() { t.Logf("%d bad values tried, each as a variable and in a file", tried) }()
 	server := newServerCmd()
 	server.Flags().VisitAll(func(f *pflag.Flag) {
-		if noBadValue[f.Name] || f.Name == config.ConfigFlag {
+		if noBadValue[f.Name] || f.Name == settings.ConfigFlag {
 			return
 		}
 		key := strings.ReplaceAll(f.Name, "-", "_")
@@ -225,7 +225,7 @@ func TestEveryBadSettingNamesItsSource(t *testing.T) {
 			if i := slices.Index(base, "--"+f.Name); i >= 0 {
 				base = slices.Delete(base, i, i+2)
 			}
-			env := config.EnvVar(f.Name)
+			env := settings.EnvVar(f.Name)
 			tried++
 			code, stderr := runBad(t, []string{env + "=" + v}, append([]string{"server"}, base...)...)
 			if code != 2 || !strings.Contains(stderr, env) {

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdstatus"
@@ -114,7 +115,7 @@ func runDev(ctx context.Context, o devOptions) error {
 	devLog.Info("sink listening", "url", sinkURL)
 
 	etcdMetrics := newEtcdClientMetrics()
-	cli, err := newEtcdClient(config.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
+	cli, err := newEtcdClient(settings.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func devAddr(addr string) (string, error) {
 		return "", fmt.Errorf("--http-addr %q: %w", addr, err)
 	case host == "":
 		return net.JoinHostPort("127.0.0.1", port), nil
-	case !config.IsLoopback(addr):
+	case !settings.IsLoopback(addr):
 		return "", fmt.Errorf("--http-addr %q: dev serves only on loopback (it has no token auth; run server with --http-operate-tokens-file to serve beyond it)", addr)
 	}
 	return addr, nil

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
-	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
@@ -31,7 +31,7 @@ type etcdClientOptions struct {
 // newEtcdClient connects to etcd with the settings' endpoints, TLS and
 // auth. The etcd client's zap logger is built here and only here, silent
 // unless o.Verbose.
-func newEtcdClient(e config.Etcd, o etcdClientOptions) (*clientv3.Client, error) {
+func newEtcdClient(e settings.Etcd, o etcdClientOptions) (*clientv3.Client, error) {
 	tlsCfg, err := etcdTLS(e)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func newEtcdClient(e config.Etcd, o etcdClientOptions) (*clientv3.Client, error)
 
 // etcdTLS is the client's TLS configuration: nil without CA and
 // certificate, in which case https endpoints use the system's roots.
-func etcdTLS(e config.Etcd) (*tls.Config, error) {
+func etcdTLS(e settings.Etcd) (*tls.Config, error) {
 	if e.CACert == "" && e.Cert == "" && e.Key == "" {
 		return nil, nil
 	}
@@ -92,7 +92,7 @@ func explainTLS(endpoints []string, cfg *tls.Config) string {
 	return ""
 }
 
-func explainEtcdTLS(e config.Etcd) string {
+func explainEtcdTLS(e settings.Etcd) string {
 	cfg, err := etcdTLS(e)
 	if err != nil {
 		return ""
@@ -137,14 +137,14 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) bind(c *cobra.Command) {
-	config.BindClientFlags(c.Flags())
+	settings.BindClientFlags(c.Flags())
 	c.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "give up after this long")
 }
 
 // connect resolves the settings and returns a client, the cluster's key
 // space, and a context bounded by --timeout.
 func (f *clusterFlags) connect(c *cobra.Command) (context.Context, context.CancelFunc, *etcdClient, error) {
-	s, err := config.ResolveClient(c.Flags(), os.Getenv)
+	s, err := settings.ResolveClient(c.Flags(), os.Getenv)
 	if err != nil {
 		return nil, nil, nil, usageError{err}
 	}

@@ -12,13 +12,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
 // Bad values are refused before anything is done, each error naming where
 // the value was written (the flag, the variable, or the --config file's
-// line: config.Describe), with exit status 2. Settings that name a file are
+// line: settings.Describe), with exit status 2. Settings that name a file are
 // checked for a readable file here, so a typo in a path is a usage error
 // that names the flag rather than a failure deep in start-up.
 
@@ -38,7 +38,7 @@ func checkFiles(flags *pflag.FlagSet, values map[string]string, keys []string) e
 			continue
 		}
 		if err := readable(path); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", config.Describe(flags, os.Getenv, k), path, err))
+			errs = append(errs, fmt.Errorf("%s: %s: %w", settings.Describe(flags, os.Getenv, k), path, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -69,7 +69,7 @@ func readable(path string) error {
 }
 
 // nodeFiles checks the file settings of server.
-func nodeFiles(flags *pflag.FlagSet, n config.Node) error {
+func nodeFiles(flags *pflag.FlagSet, n settings.Node) error {
 	values := map[string]string{
 		"etcd_cert": n.EtcdCert, "etcd_key": n.EtcdKey, "etcd_cacert": n.EtcdCACert,
 		"jobs": n.Jobs, "http_tls_cert": n.HTTPTLSCert, "http_tls_key": n.HTTPTLSKey,
@@ -80,14 +80,14 @@ func nodeFiles(flags *pflag.FlagSet, n config.Node) error {
 	}
 	if n.EmbeddedEtcd {
 		if err := dataDir(n.DataDir); err != nil {
-			return usageError{fmt.Errorf("%s: %s: %w", config.Describe(flags, os.Getenv, "data_dir"), n.DataDir, err)}
+			return usageError{fmt.Errorf("%s: %s: %w", settings.Describe(flags, os.Getenv, "data_dir"), n.DataDir, err)}
 		}
 	}
 	return nil
 }
 
 // clientFilesOf checks the file settings of a client command.
-func clientFilesOf(flags *pflag.FlagSet, c config.Client) error {
+func clientFilesOf(flags *pflag.FlagSet, c settings.Client) error {
 	return checkFiles(flags, map[string]string{"etcd_cert": c.Etcd.Cert, "etcd_key": c.Etcd.Key, "etcd_cacert": c.Etcd.CACert}, clientFiles)
 }
 

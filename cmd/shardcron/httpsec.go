@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 	"github.com/shardcron/shardcron/httpauth"
 )
 
 // httpSecurity builds the HTTP server's TLS configuration and token guard
-// from the settings; either is nil when not configured. config.Node's
+// from the settings; either is nil when not configured. settings.Node's
 // Validate has already refused token-less listening beyond loopback
 // unless insecure_http.
-func httpSecurity(node config.Node, log *slog.Logger) (*tls.Config, *httpauth.Guard, error) {
+func httpSecurity(node settings.Node, log *slog.Logger) (*tls.Config, *httpauth.Guard, error) {
 	var tlsCfg *tls.Config
 	if node.HTTPTLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(node.HTTPTLSCert, node.HTTPTLSKey)
@@ -23,7 +23,7 @@ func httpSecurity(node config.Node, log *slog.Logger) (*tls.Config, *httpauth.Gu
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	if !node.HTTPAuth() {
-		if !config.IsLoopback(node.HTTPAddr) {
+		if !settings.IsLoopback(node.HTTPAddr) {
 			log.Warn("HTTP without token auth beyond loopback (--insecure-http): anyone who reaches it can trigger, suspend and drain", "addr", node.HTTPAddr)
 		}
 		return tlsCfg, nil, nil
@@ -44,7 +44,7 @@ func httpSecurity(node config.Node, log *slog.Logger) (*tls.Config, *httpauth.Gu
 	if err != nil {
 		return nil, nil, err
 	}
-	if tlsCfg == nil && !config.IsLoopback(node.HTTPAddr) {
+	if tlsCfg == nil && !settings.IsLoopback(node.HTTPAddr) {
 		log.Warn("HTTP token auth without TLS beyond loopback: tokens cross the network in clear; set --http-tls-cert and --http-tls-key", "addr", node.HTTPAddr)
 	}
 	return tlsCfg, guard, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/config/settings"
 	"github.com/shardcron/shardcron/httpauth"
 	"github.com/shardcron/shardcron/internal/etcdembed"
 	"github.com/shardcron/shardcron/internal/etcdstatus"
@@ -41,7 +42,7 @@ at most --drain-timeout), resigns its lease and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: runServer,
 	}
-	config.BindNodeFlags(c.Flags())
+	settings.BindNodeFlags(c.Flags())
 	return c
 }
 
@@ -50,7 +51,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	if err := notDumpable(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	node, err := config.ResolveNode(c.Flags(), os.Getenv)
+	node, err := settings.ResolveNode(c.Flags(), os.Getenv)
 	if err != nil {
 		return usageError{err}
 	}
@@ -141,7 +142,7 @@ func runServer(c *cobra.Command, _ []string) error {
 // etcd: several replicas each embedding one would be separate clusters,
 // each firing every job, which is why server insists on one or the other,
 // explicitly.
-func startEmbeddedEtcd(node config.Node, log *slog.Logger) (string, func(), error) {
+func startEmbeddedEtcd(node settings.Node, log *slog.Logger) (string, func(), error) {
 	etcd, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(node.DataDir, "etcd"), Logger: log})
 	if err != nil {
 		return "", nil, err
@@ -167,7 +168,7 @@ func listen(addr string, tlsCfg *tls.Config) (net.Listener, error) {
 // the jobs' own variables.
 func warnUnknownEnv(fs *pflag.FlagSet, environ []string, log *slog.Logger) {
 	known := map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { known[config.EnvVar(f.Name)] = true })
+	fs.VisitAll(func(f *pflag.Flag) { known[settings.EnvVar(f.Name)] = true })
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "SHARDCRON_") && !strings.HasPrefix(name, config.JobVarPrefix) && !known[name] {

@@ -1,10 +1,12 @@
-package config
+package settings
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // A setting's value comes from a flag, an environment variable, the
@@ -45,11 +47,11 @@ type sources map[string]source
 // with no file yet) to name where the setting was written. Other errors
 // pass as they are.
 func (src sources) locate(err error) error {
-	errs, ok := err.(Errors)
+	errs, ok := err.(config.Errors)
 	if !ok {
 		return err
 	}
-	out := make(Errors, len(errs))
+	out := make(config.Errors, len(errs))
 	for i, e := range errs {
 		c := *e
 		if s, ok := src[e.Field]; ok && e.File == "" {

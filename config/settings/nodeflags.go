@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"fmt"
@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // ConfigFlag is the flag (and SHARDCRON_CONFIG the variable) naming the
@@ -38,7 +39,7 @@ const (
 type setting struct {
 	key   string
 	help  string
-	field func(*Node) any // *string, *bool, *int, *Duration or *[]string
+	field func(*Node) any // *string, *bool, *int, *config.Duration or *[]string
 	scope Scope
 }
 
@@ -114,7 +115,7 @@ func bindFlags(fs *pflag.FlagSet, min Scope) {
 			fs.Bool(s.flag(), *p, help)
 		case *int:
 			fs.Int(s.flag(), *p, help)
-		case *Duration:
+		case *config.Duration:
 			fs.Duration(s.flag(), p.D(), help)
 		case *[]string:
 			fs.StringSlice(s.flag(), *p, help)
@@ -132,7 +133,7 @@ func EnvVar(flag string) string {
 // by --config (or SHARDCRON_CONFIG), then the environment (env, such as
 // os.Getenv; nil for none; an empty value counts as unset), then the flags
 // set explicitly on fs (bound by BindNodeFlags), and validates the result.
-// Errors name the file and line, the variable or the setting.
+// config.Errors name the file and line, the variable or the setting.
 func ResolveNode(fs *pflag.FlagSet, env func(string) string) (Node, error) {
 	n, src, err := resolve(fs, env, ServerOnly)
 	if err != nil {
@@ -169,11 +170,11 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sourc
 	n := DefaultNode()
 	src := sources{}
 	path, from := configSource(fs, env)
-	var errs Errors
+	var errs config.Errors
 	if path != "" {
 		lines, err := map[string]int(nil), error(nil)
 		if n, lines, err = loadNodeFileKeys(n, path); err != nil {
-			if e, ok := err.(*Error); ok && e.Line == 0 && e.File == path { // the file itself: name who named it
+			if e, ok := err.(*config.Error); ok && e.Line == 0 && e.File == path { // the file itself: name who named it
 				e.Msg, e.File = fmt.Sprintf("%s: %s: %s", from, path, e.Msg), ""
 			}
 			return Node{}, nil, err
@@ -192,7 +193,7 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sourc
 		}
 		set[s.key], src[s.key] = true, source{env: s.env()}
 		if err := s.parse(&n, v); err != nil {
-			errs = append(errs, &Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
+			errs = append(errs, &config.Error{Msg: fmt.Sprintf("environment %s: %v", s.env(), err)})
 		}
 	}
 	errs = append(errs, settleSecretFiles(&n, set, "environment", func(k string) string { return EnvPrefix + strings.ToUpper(k) })...)
@@ -204,7 +205,7 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sourc
 		}
 		set[s.key], src[s.key] = true, source{flag: "--" + s.flag()}
 		if err := s.fromFlag(&n, fs); err != nil {
-			errs = append(errs, &Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
+			errs = append(errs, &config.Error{Msg: fmt.Sprintf("flag --%s: %v", s.flag(), err)})
 		}
 	}
 	errs = append(errs, settleSecretFiles(&n, set, "flags", func(k string) string { return "--" + strings.ReplaceAll(k, "_", "-") })...)
@@ -214,7 +215,7 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sourc
 	if n.EtcdPasswordFile != "" {
 		pw, err := readSecretFile(n.EtcdPasswordFile)
 		if err != nil {
-			return Node{}, nil, src.locate(Errors{{Field: "etcd_password_file", Msg: err.Error()}})
+			return Node{}, nil, src.locate(config.Errors{{Field: "etcd_password_file", Msg: err.Error()}})
 		}
 		n.EtcdPassword = pw
 	}
@@ -224,12 +225,12 @@ func resolve(fs *pflag.FlagSet, env func(string) string, min Scope) (Node, sourc
 // settleSecretFiles applies one level's secret settings over the lower
 // levels': a level that sets a secret or its file clears the other, and
 // may not set both (level names the level, name how it spells a key).
-func settleSecretFiles(n *Node, set map[string]bool, level string, name func(key string) string) Errors {
-	var errs Errors
+func settleSecretFiles(n *Node, set map[string]bool, level string, name func(key string) string) config.Errors {
+	var errs config.Errors
 	for _, pair := range secretFiles {
 		switch {
 		case set[pair[0]] && set[pair[1]]:
-			errs = append(errs, &Error{Msg: fmt.Sprintf("%s: %s and %s: set one or the other", level, name(pair[0]), name(pair[1]))})
+			errs = append(errs, &config.Error{Msg: fmt.Sprintf("%s: %s and %s: set one or the other", level, name(pair[0]), name(pair[1]))})
 		case set[pair[0]]:
 			clearSetting(n, pair[1])
 		case set[pair[1]]:
@@ -251,7 +252,7 @@ func clearSetting(n *Node, key string) {
 const MaxSecretFileSize = 64 << 10
 
 // readSecretFile returns the first line of the file at path, without its
-// line ending. Errors name the file and never hold its content.
+// line ending. config.Errors name the file and never hold its content.
 func readSecretFile(path string) (string, error) {
 	b, err := readFileMax(path, MaxSecretFileSize)
 	switch {
@@ -285,8 +286,8 @@ func (s setting) parse(n *Node, v string) error {
 			return fmt.Errorf("%q is not a whole number", v)
 		}
 		*p = i
-	case *Duration:
-		d, err := ParseDuration(v)
+	case *config.Duration:
+		d, err := config.ParseDuration(v)
 		if err != nil {
 			return err
 		}
@@ -306,44 +307,44 @@ func (s setting) fromFlag(n *Node, fs *pflag.FlagSet) error {
 		*p, err = fs.GetBool(s.flag())
 	case *int:
 		*p, err = fs.GetInt(s.flag())
-	case *Duration:
+	case *config.Duration:
 		d, e := fs.GetDuration(s.flag())
 		if e == nil && d < 0 {
 			e = fmt.Errorf("%v is negative", d)
 		}
-		*p, err = Duration(d), e
+		*p, err = config.Duration(d), e
 	case *[]string:
 		*p, err = fs.GetStringSlice(s.flag())
 	}
 	return err
 }
 
-// decode sets the setting from a YAML value; a list may also be written as
-// one comma-separated string, as in the environment.
-func (s setting) decode(d *decoder, n *Node, v *yaml.Node) {
+// decode sets the setting from a file's value; a list may also be written
+// as one comma-separated string, as in the environment.
+func (s setting) decode(n *Node, v config.Value) {
 	switch p := s.field(n).(type) {
 	case *string:
-		if x, ok := d.str(v, s.key); ok {
+		if x, ok := v.Str(); ok {
 			*p = x
 		}
 	case *bool:
-		if x, ok := d.boolean(v, s.key); ok {
+		if x, ok := v.Bool(); ok {
 			*p = x
 		}
 	case *int:
-		if x, ok := d.integer(v, s.key); ok {
+		if x, ok := v.Int(); ok {
 			*p = x
 		}
-	case *Duration:
-		if x, ok := d.duration(v, s.key); ok {
+	case *config.Duration:
+		if x, ok := v.Duration(); ok {
 			*p = x
 		}
 	case *[]string:
-		if v.Kind == yaml.ScalarNode {
-			if x, ok := d.str(v, s.key); ok {
+		if v.Scalar() {
+			if x, ok := v.Str(); ok {
 				*p = splitList(x)
 			}
-		} else if x, ok := d.strList(v, s.key); ok {
+		} else if x, ok := v.Strings(); ok {
 			*p = x
 		}
 	}

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
@@ -49,12 +50,12 @@ func (n Node) Client() Client {
 // Validate checks the cluster name and the connection, naming each bad
 // setting by its file key; etcd endpoints are required.
 func (c Client) Validate() error {
-	var errs Errors
+	var errs config.Errors
 	c.check(func(key, format string, args ...any) {
-		errs = append(errs, &Error{Field: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &config.Error{Field: key, Msg: fmt.Sprintf(format, args...)})
 	})
 	if len(c.Etcd.Endpoints) == 0 {
-		errs = append(errs, &Error{Field: "etcd_endpoints", Msg: "no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints)"})
+		errs = append(errs, &config.Error{Field: "etcd_endpoints", Msg: "no etcd: set --etcd-endpoints (SHARDCRON_ETCD_ENDPOINTS, etcd_endpoints)"})
 	}
 	if len(errs) == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // TestResolveClientPrecedence: client commands read the same table with the
@@ -100,7 +102,7 @@ func TestResolveClientErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := ResolveClient(fs, func(k string) string { return tc.env[k] })
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("flags %v env %v:\n got: %v\nwant: %s", tc.flags, tc.env, err, tc.want)
 		}
 	}
@@ -203,7 +205,7 @@ func TestEtcdTransportRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		err := Client{Cluster: "c", Etcd: tc.etcd}.Validate()
-		var errs Errors
+		var errs config.Errors
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

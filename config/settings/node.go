@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"fmt"
@@ -11,27 +11,25 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/rebalance"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
-// Defaults and bounds of the node settings.
+// Defaults and bounds of the node settings that belong to no library
+// package. The others are the owners' constants: lease.DefaultTTL,
+// lease.DefaultMargin and lease.MinTTL, rebalance.DefaultShards,
+// scheduler.DefaultMaxConcurrentRuns and shard.DefaultDrainTimeout.
 const (
-	DefaultCluster           = "default"
-	DefaultDataDir           = "shardcron-data"
-	DefaultHTTPAddr          = ":8080"
-	DefaultLeaseTTL          = 10 * time.Second
-	DefaultLeaseMargin       = time.Second
-	DefaultShards            = 1024
-	DefaultMaxConcurrentRuns = 64
-	DefaultDrainTimeout      = 10 * time.Second
-	DefaultLogLevel          = "info"
-	DefaultLogFormat         = "text"
+	DefaultCluster   = "default"
+	DefaultDataDir   = "shardcron-data"
+	DefaultHTTPAddr  = ":8080"
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "text"
 
-	// MinLeaseTTL is the shortest lease TTL: etcd grants whole seconds, and
-	// renewal at TTL/3 needs room for a retry.
-	MinLeaseTTL = 2 * time.Second
 	// MaxLeaseTTL bounds how long a crashed replica's shards stay unowned.
 	MaxLeaseTTL = time.Hour
 	// MaxDrainTimeout bounds a graceful shutdown.
@@ -65,10 +63,10 @@ type Node struct {
 	HTTPAddr string `yaml:"http_addr"`
 	// LeaseTTL is the node's lease TTL: a crashed replica's shards move
 	// within about this long. Whole seconds, at least 2s; default 10s.
-	LeaseTTL Duration `yaml:"lease_ttl"`
+	LeaseTTL config.Duration `yaml:"lease_ttl"`
 	// LeaseMargin is taken off the lease's expiry to get the safe deadline
 	// past which the replica stops acting; at most half the TTL; default 1s.
-	LeaseMargin Duration `yaml:"lease_margin"`
+	LeaseMargin config.Duration `yaml:"lease_margin"`
 	// Shards is the number of shards S, used only when the cluster is
 	// created (then meta rules); 1 to 65,536; default 1,024.
 	Shards int `yaml:"shards"`
@@ -79,7 +77,7 @@ type Node struct {
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
 	// DrainTimeout bounds waiting for in-flight runs when a shard is
 	// released (and so SIGTERM); default 10s.
-	DrainTimeout Duration `yaml:"drain_timeout"`
+	DrainTimeout config.Duration `yaml:"drain_timeout"`
 	// LogLevel is debug, info, warn or error; default info.
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json; default text.
@@ -179,11 +177,11 @@ func DefaultNode() Node {
 		NodeID:            host,
 		DataDir:           DefaultDataDir,
 		HTTPAddr:          DefaultHTTPAddr,
-		LeaseTTL:          Duration(DefaultLeaseTTL),
-		LeaseMargin:       Duration(DefaultLeaseMargin),
-		Shards:            DefaultShards,
-		MaxConcurrentRuns: DefaultMaxConcurrentRuns,
-		DrainTimeout:      Duration(DefaultDrainTimeout),
+		LeaseTTL:          config.Duration(lease.DefaultTTL),
+		LeaseMargin:       config.Duration(lease.DefaultMargin),
+		Shards:            rebalance.DefaultShards,
+		MaxConcurrentRuns: scheduler.DefaultMaxConcurrentRuns,
+		DrainTimeout:      config.Duration(shard.DefaultDrainTimeout),
 		LogLevel:          DefaultLogLevel,
 		LogFormat:         DefaultLogFormat,
 		HTTPOpen:          []string{"healthz", "readyz", "metrics"},
@@ -194,11 +192,11 @@ func DefaultNode() Node {
 var nodeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 
 // Validate checks each setting and how they fit together, and returns
-// Errors naming each bad setting by its file key, or nil.
+// config.Errors naming each bad setting by its file key, or nil.
 func (n Node) Validate() error {
-	var errs Errors
+	var errs config.Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Field: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &config.Error{Field: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	n.Client().check(bad)
 	if !nodeID.MatchString(n.NodeID) {
@@ -220,17 +218,17 @@ func (n Node) Validate() error {
 	}
 	ttl, margin := n.LeaseTTL.D(), n.LeaseMargin.D()
 	switch {
-	case ttl < MinLeaseTTL:
-		bad("lease_ttl", "%v is less than the minimum of %v", n.LeaseTTL, Duration(MinLeaseTTL))
+	case ttl < lease.MinTTL:
+		bad("lease_ttl", "%v is less than the minimum of %v", n.LeaseTTL, config.Duration(lease.MinTTL))
 	case ttl > MaxLeaseTTL:
-		bad("lease_ttl", "%v is more than the limit of %v", n.LeaseTTL, Duration(MaxLeaseTTL))
+		bad("lease_ttl", "%v is more than the limit of %v", n.LeaseTTL, config.Duration(MaxLeaseTTL))
 	case ttl%time.Second != 0:
 		bad("lease_ttl", "%v is not a whole number of seconds (etcd grants whole seconds)", n.LeaseTTL)
 	}
 	switch {
 	case margin < 0:
 		bad("lease_margin", "must not be negative")
-	case ttl >= MinLeaseTTL && margin > ttl/2:
+	case ttl >= lease.MinTTL && margin > ttl/2:
 		bad("lease_margin", "%v is more than half the lease TTL (%v): the safe deadline would leave too little of the lease", n.LeaseMargin, n.LeaseTTL)
 	}
 	if n.Shards < 1 || n.Shards > keyspace.MaxShards {
@@ -243,7 +241,7 @@ func (n Node) Validate() error {
 	case d <= 0:
 		bad("drain_timeout", "must be more than 0")
 	case d > MaxDrainTimeout:
-		bad("drain_timeout", "%v is more than the limit of %v", n.DrainTimeout, Duration(MaxDrainTimeout))
+		bad("drain_timeout", "%v is more than the limit of %v", n.DrainTimeout, config.Duration(MaxDrainTimeout))
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel) {
 		bad("log_level", "%q must be one of debug, info, warn, error", n.LogLevel)
@@ -284,7 +282,7 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 		}
 	}
 	for _, e := range n.ExecEnvAllow {
-		if name := strings.TrimSuffix(e, "*"); name == "PATH" || (name != "" && !envName.MatchString(name)) {
+		if name := strings.TrimSuffix(e, "*"); name == "PATH" || (name != "" && !config.IsEnvName(name)) {
 			bad("exec_env_allow", "%q: not a variable name or a prefix ending in * (and never PATH: programs are found with the server's PATH)", e)
 		}
 	}
@@ -299,48 +297,23 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 // Node's yaml tags) over DefaultNode. It does not Validate: flags and the
 // environment may still complete the settings (ResolveNode validates last).
 func LoadNodeFile(path string) (Node, error) {
-	return loadNodeFile(DefaultNode(), path)
-}
-
-func loadNodeFile(n Node, path string) (Node, error) {
-	n, _, err := loadNodeFileKeys(n, path)
+	n, _, err := loadNodeFileKeys(DefaultNode(), path)
 	return n, err
 }
 
-// loadNodeFileKeys is loadNodeFile that also says which keys the file set,
-// and on which line.
+// loadNodeFileKeys reads the file at path over n and also says which keys
+// the file set, and on which line.
 func loadNodeFileKeys(n Node, path string) (Node, map[string]int, error) {
-	data, err := readFile(path)
-	if err != nil {
-		return Node{}, nil, fileError(path, err)
-	}
-	c := &collector{file: path}
-	root := parseDoc(c, data)
-	if len(c.errs) > 0 {
-		return Node{}, nil, c.err()
-	}
-	set := map[string]int{}
-	if root == nil {
-		return n, set, nil // an empty file sets nothing
-	}
-	d := &decoder{}
 	keys := make([]string, len(nodeSettings))
 	for i, s := range nodeSettings {
 		keys[i] = s.key
 	}
-	d.mapping(root, "", false, func(key string, k, v *yaml.Node) {
-		i := slices.IndexFunc(nodeSettings, func(s setting) bool { return s.key == key })
-		if i < 0 {
-			d.unknown(k, key, keys)
-			return
-		}
-		set[key] = k.Line
-		nodeSettings[i].decode(d, &n, v)
+	set := map[string]int{}
+	err := config.DecodeFile(path, keys, func(key string, line int, v config.Value) {
+		set[key] = line
+		nodeSettings[slices.Index(keys, key)].decode(&n, v)
 	})
-	for _, e := range d.errs {
-		c.add(e)
-	}
-	if err := c.err(); err != nil {
+	if err != nil {
 		return Node{}, nil, err
 	}
 	return n, set, nil

@@ -1,4 +1,4 @@
-package config
+package settings
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/shard"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -41,7 +44,7 @@ func TestResolveNodePrecedence(t *testing.T) {
 			}
 		}},
 		{"file over default", []string{"--config", file}, nil, func(t *testing.T, n Node) {
-			if n.Cluster != "from-file" || n.LeaseTTL.D() != 20*time.Second || n.Shards != 256 || n.LogLevel != "warn" || n.DrainTimeout.D() != DefaultDrainTimeout {
+			if n.Cluster != "from-file" || n.LeaseTTL.D() != 20*time.Second || n.Shards != 256 || n.LogLevel != "warn" || n.DrainTimeout.D() != shard.DefaultDrainTimeout {
 				t.Fatalf("%+v", n)
 			}
 		}},
@@ -129,7 +132,7 @@ func TestResolveNodeErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := ResolveNode(fs, func(k string) string { return tc.env[k] })
-		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalid) {
+		if err == nil || err.Error() != tc.want || !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("flags %v env %v:\n got: %v\nwant: %s", tc.flags, tc.env, err, tc.want)
 		}
 	}
@@ -156,12 +159,12 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.EtcdEndpoints = nil; n.EmbeddedEtcd = true; n.DataDir = "" }, `field "data_dir": is required with embedded_etcd`},
 		{func(n *Node) { n.HTTPAddr = "8080" }, `field "http_addr": "8080" is not host:port`},
 		{func(n *Node) { n.HTTPAddr = ":http" }, `the port must be a number`},
-		{func(n *Node) { n.LeaseTTL = Duration(time.Second) }, `field "lease_ttl": 1s is less than the minimum of 2s`},
-		{func(n *Node) { n.LeaseTTL = Duration(2500 * time.Millisecond) }, `not a whole number of seconds`},
-		{func(n *Node) { n.LeaseTTL = Duration(2 * time.Hour) }, `more than the limit of 1h`},
+		{func(n *Node) { n.LeaseTTL = config.Duration(time.Second) }, `field "lease_ttl": 1s is less than the minimum of 2s`},
+		{func(n *Node) { n.LeaseTTL = config.Duration(2500 * time.Millisecond) }, `not a whole number of seconds`},
+		{func(n *Node) { n.LeaseTTL = config.Duration(2 * time.Hour) }, `more than the limit of 1h`},
 		{func(n *Node) {
-			n.LeaseTTL = Duration(2 * time.Second)
-			n.LeaseMargin = Duration(1001 * time.Millisecond)
+			n.LeaseTTL = config.Duration(2 * time.Second)
+			n.LeaseMargin = config.Duration(1001 * time.Millisecond)
 		}, `more than half the lease TTL`},
 		{func(n *Node) { n.Shards = 0 }, `field "shards": 0 is not from 1 to 65536`},
 		{func(n *Node) { n.Shards = 65537 }, `field "shards": 65537 is not from 1 to 65536`},
@@ -268,7 +271,7 @@ exec_env_allow: [LANG, LC_*]
 		t.Fatal(err)
 	}
 	want := Node{"prod", "node-1", []string{"https://etcd-0:2379", "https://etcd-1:2379"}, false, "/var/lib/shardcron", "0.0.0.0:9090",
-		Duration(6 * time.Second), Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, Duration(30 * time.Second),
+		config.Duration(6 * time.Second), config.Duration(2 * time.Second), 4096, "/etc/shardcron/jobs.yaml", 200, config.Duration(30 * time.Second),
 		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "", false,
 		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
 		false, []string{"/usr/local/bin/", "/usr/bin/true"},
