@@ -180,11 +180,13 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	}
 	m.h = h // before the loop's goroutines start: they read it unlocked
 	defer m.bg.Wait()
-	pctx, stopProbe := context.WithCancel(ctx)
-	defer stopProbe() // before the Wait above: Run may return before ctx ends
-	m.bg.Go(func() { m.probeContact(pctx) })
+	// The background goroutines end with Run, which may return before ctx
+	// ends (a duplicate node id): stop runs before the Wait above.
+	bgCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	m.bg.Go(func() { m.probeContact(bgCtx) })
 	m.trig = newTriggers(m, h) // before any acquisition: grant reads it
-	m.bg.Go(func() { m.trig.run(ctx) })
+	m.bg.Go(func() { m.trig.run(bgCtx) })
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0
 	for ctx.Err() == nil {
