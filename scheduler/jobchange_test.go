@@ -60,21 +60,29 @@ func TestSuspendedHandedTickDroppedForGood(t *testing.T) {
 	})
 }
 
+// heldTick starts one owner of a job ticking at t0+10s, and cuts it off
+// from the store half a second before the tick, so the tick, claimed
+// ahead, is held for contact; it returns at the tick plus one second.
+func heldTick(t *testing.T) (*harness, config.Job, time.Time) {
+	sleepUntil(t0)
+	j := jobIn(3, "held", "10 * * * * *")
+	j.Since = t0
+	h := newHarness(t, nil, j)
+	t.Cleanup(h.stop)
+	g, _ := h.grant(3, 9, nil)
+	h.s.Acquired(g)
+	tick := t0.Add(10 * time.Second)
+	sleepUntil(tick.Add(-500 * time.Millisecond))
+	h.contact.lose()
+	sleepUntil(tick.Add(time.Second))
+	return h, j, tick
+}
+
 // A run held for contact with the store when its job is suspended never
 // starts: resumed later, the job runs nothing at or before its resume.
 func TestHeldRunDroppedOnSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		j := jobIn(3, "held", "10 * * * * *")
-		j.Since = t0
-		h := newHarness(t, nil, j)
-		defer h.stop()
-		g, _ := h.grant(3, 9, nil)
-		h.s.Acquired(g)
-		tick := t0.Add(10 * time.Second)
-		sleepUntil(tick.Add(-500 * time.Millisecond))
-		h.contact.lose()
-		sleepUntil(tick.Add(time.Second))
+		h, j, tick := heldTick(t)
 		suspended := j
 		suspended.Suspend = true
 		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
@@ -101,17 +109,7 @@ func TestHeldRunDroppedOnSuspend(t *testing.T) {
 // job suspended (found by the simulator, seed 4516).
 func TestHeldRunInDrainingShardDroppedOnSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		j := jobIn(3, "held", "10 * * * * *")
-		j.Since = t0
-		h := newHarness(t, nil, j)
-		defer h.stop()
-		g, _ := h.grant(3, 9, nil)
-		h.s.Acquired(g)
-		tick := t0.Add(10 * time.Second)
-		sleepUntil(tick.Add(-500 * time.Millisecond))
-		h.contact.lose()
-		sleepUntil(tick.Add(time.Second))
+		h, j, tick := heldTick(t)
 		released := make(chan Released, 1)
 		go func() { released <- h.s.Drain(context.Background(), 3) }()
 		sleepUntil(tick.Add(1500 * time.Millisecond))
