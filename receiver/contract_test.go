@@ -157,12 +157,12 @@ func TestContractRules(t *testing.T) {
 func TestContractTokensPerShard(t *testing.T) {
 	each(t, func(t *testing.T, s Store, _ *clock, _ impl) {
 		admit(t, s, del("c", "a", 1, 100), Accept)
-		admit(t, s, del("c", "b", 2, 1), Accept)  // another shard
-		admit(t, s, del("d", "c", 1, 1), Accept)  // another cluster's shard 1
-		admit(t, s, del("d", "a", 1, 2), Accept)  // another cluster's key
-		admit(t, s, del("c", "d", 1, 99), Stale)  // still compared in (c, 1)
-		admit(t, s, del("c", "e", 2, 1), Accept)  // (c, 2) is at 1
-		admit(t, s, del("d", "f", 1, 1), Stale)   // (d, 1) is at 2
+		admit(t, s, del("c", "b", 2, 1), Accept) // another shard
+		admit(t, s, del("d", "c", 1, 1), Accept) // another cluster's shard 1
+		admit(t, s, del("d", "a", 1, 2), Accept) // another cluster's key
+		admit(t, s, del("c", "d", 1, 99), Stale) // still compared in (c, 1)
+		admit(t, s, del("c", "e", 2, 1), Accept) // (c, 2) is at 1
+		admit(t, s, del("d", "f", 1, 1), Stale)  // (d, 1) is at 2
 		admit(t, s, del("c", "a", 1, 100), Pending)
 	})
 }
