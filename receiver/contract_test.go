@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +263,15 @@ func TestContractConcurrent(t *testing.T) {
 		admit(t, s, del("c", "late", 0, workers-1), Stale)
 		admit(t, s, del("c", "late", 0, workers), Accept)
 	})
+}
+
+// docs/receiver.md shows the DDL as it is.
+func TestDocsShowDDL(t *testing.T) {
+	doc, err := os.ReadFile("../docs/receiver.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```sql\n"+DDL+"```") {
+		t.Error("docs/receiver.md does not show receiver.DDL as it is")
+	}
 }
