@@ -81,7 +81,7 @@ func impls() []impl {
 // openSQLite opens a fresh SQLite database file with the store's tables.
 // Transactions take the write lock when they begin and wait for it, as
 // SQL's doc asks.
-func openSQLite(t *testing.T) *sql.DB {
+func openSQLite(t testing.TB) *sql.DB {
 	t.Helper()
 	dsn := "file:" + filepath.Join(t.TempDir(), "receiver.db") + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)"
 	db, err := sql.Open("sqlite", dsn)
