@@ -20,6 +20,8 @@
 // stale repeat is Stale. An accepted run is then finished: Complete keeps
 // the key with the effect's status (replayed to repeats), Forget drops it
 // when the effect did not take place, so the next delivery applies it.
+// Middleware does all of this for a net/http handler, Exec for an exec
+// job's process; the state is a Memory or an SQL store.
 //
 // # What "atomic" means
 //
