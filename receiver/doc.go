@@ -32,7 +32,9 @@
 //
 //   - Memory: one mutex guards both maps. Admit records the key as pending
 //     before the effect; a delivery of the key while it is pending gets
-//     Pending (answer "try later"), one after Complete gets Repeat. State
+//     Pending (answer "try later"; after MemoryConfig.Pending the key is
+//     taken over, as a hung handler's must be), one after Complete gets
+//     Repeat. State
 //     lives and dies with the process: a restarted receiver forgets every
 //     key and token, so use Memory where the effect dies with the process
 //     too (a ledger, a cache), or accept that repeats across a restart are
