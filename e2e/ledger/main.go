@@ -1,38 +1,30 @@
 // Command ledger is the end-to-end suite's fencing-aware HTTP sink, run in
 // its own container: it records every fire (job, tick, node, shard, token,
-// re-run mark) and rejects, with 409, a fencing token lower than the highest
-// it has accepted for that shard, as docs/design.md asks of a receiver (package
-// internal/ledger keeps the books). It does not dedupe: it accepts a repeat
-// of a (job, tick) and marks it, so the suite can count duplicates. GET
-// /ledger returns every fire as JSON (ledger.Fire).
+// re-run mark). receiver.Middleware judges each: a fencing token lower than
+// the highest seen for that shard gets 409, a repeat of a (job, tick) is
+// dropped with 200, and package internal/ledger counts both, so the suite
+// can count duplicates and stale tokens. GET /ledger returns every fire as
+// JSON (ledger.Fire).
 package main
 
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"time"
 
 	"github.com/shardcron/shardcron/internal/ledger"
+	"github.com/shardcron/shardcron/receiver"
 )
 
-func fire(l *ledger.Ledger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// fire is the handler of runs: the ledger's record is their whole effect.
+func fire(l *ledger.Ledger) http.Handler {
+	return receiver.Middleware(l.Store(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-		f, err := ledger.Parse(r.Header, time.Now().UTC())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if f = l.Record(f); !f.Accepted {
-			http.Error(w, fmt.Sprintf("stale fencing token %d for shard %d", f.Token, f.Shard), http.StatusConflict)
-			return
-		}
 		w.WriteHeader(http.StatusNoContent)
-	}
+	}), receiver.WithObserver(l.Observe))
 }
 
 func main() {
@@ -45,7 +37,7 @@ func main() {
 		_ = json.NewEncoder(w).Encode(l.Fires())
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("POST /", fire(l))
+	mux.Handle("POST /", fire(l))
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("ledger listening on %s", *addr)
 	log.Fatal(srv.ListenAndServe())

@@ -1,22 +1,24 @@
-// Package ledger keeps a fencing-aware receiver's books, as docs/design.md
-// ("Delivery semantics") asks of a receiver: a run is accepted only if its
-// fencing token is at least the highest accepted for its shard, and an
-// accepted repeat of a (job, tick) is marked a duplicate rather than hidden.
-// The dev sink (cmd/shardcron), the end-to-end suite's ledger container and
-// the cluster benchmark's sink all keep their books with it, so the three
-// judge runs by one rule.
+// Package ledger keeps a fencing-aware receiver's books: every run it
+// received, judged by package receiver's two rules (a token lower than the
+// highest seen for its shard is rejected; a repeat of a key is dropped),
+// and counted, so a test or benchmark can tell how many repeats and stale
+// tokens shardcron sent. The dev sink (cmd/shardcron), the end-to-end
+// suite's ledger container and the cluster benchmark's sink all keep their
+// books with it, so the three judge runs by one rule.
 package ledger
 
 import (
-	"errors"
+	"context"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/shardcron/shardcron/receiver"
 )
 
 // Fire is one run as the receiver saw it.
 type Fire struct {
+	Cluster  string    `json:"cluster,omitempty"`
 	Job      string    `json:"job"`
 	Tick     time.Time `json:"tick"`
 	Shard    int       `json:"shard"`
@@ -25,24 +27,29 @@ type Fire struct {
 	Rerun    bool      `json:"rerun"`
 	At       time.Time `json:"at"`       // receipt
 	Accepted bool      `json:"accepted"` // false: a stale token, rejected
-	Dup      bool      `json:"dup"`      // an accepted repeat of a (job, tick)
+	Dup      bool      `json:"dup"`      // a repeat of a (job, tick) with a current token
 }
 
 // ErrIdentity is a request without a run's identity headers.
-var ErrIdentity = errors.New("missing or malformed Shardcron-* identity headers")
+var ErrIdentity = receiver.ErrIdentity
 
 // Parse reads a run's identity from its Shardcron-* headers (docs/semantics.md,
 // "What a run carries"); at is the receipt.
 func Parse(h http.Header, at time.Time) (Fire, error) {
-	tick, err1 := time.Parse(time.RFC3339, h.Get("Shardcron-Tick"))
-	shard, err2 := strconv.Atoi(h.Get("Shardcron-Shard"))
-	token, err3 := strconv.ParseInt(h.Get("Shardcron-Fencing-Token"), 10, 64)
-	job := h.Get("Shardcron-Job")
-	if job == "" || err1 != nil || err2 != nil || err3 != nil {
-		return Fire{}, ErrIdentity
+	d, err := receiver.ParseHeader(h)
+	if err != nil {
+		return Fire{}, err
 	}
-	return Fire{Job: job, Tick: tick.UTC(), Shard: shard, Token: token, Node: h.Get("Shardcron-Node"),
-		Rerun: h.Get("Shardcron-Rerun") == "true", At: at}, nil
+	return fireOf(d, at), nil
+}
+
+func fireOf(d receiver.Delivery, at time.Time) Fire {
+	return Fire{Cluster: d.Cluster, Job: d.Job, Tick: d.Tick, Shard: d.Shard, Token: d.Token, Node: d.Node, Rerun: d.Rerun, At: at}
+}
+
+// Delivery is f's identity, as package receiver judges it.
+func (f Fire) Delivery() receiver.Delivery {
+	return receiver.Delivery{Cluster: f.Cluster, Job: f.Job, Tick: f.Tick, Shard: f.Shard, Token: f.Token, Node: f.Node, Rerun: f.Rerun}
 }
 
 type key struct {
@@ -56,32 +63,57 @@ type Seen struct {
 	First time.Time // receipt of the first
 }
 
+// retention is how long the ledger's store remembers a key: longer than
+// any suite or benchmark, so every repeat is seen as one.
+const retention = 7 * 24 * time.Hour
+
 // Ledger is the receiver's record of every run. The zero value is not
 // usable; use New.
 type Ledger struct {
-	mu      sync.Mutex
-	highest map[int]int64 // shard -> highest token accepted
-	seen    map[key]Seen
-	fires   []Fire // in order of receipt, rejected ones too
-	stale   int
+	store *receiver.Memory // judges every run
+	mu    sync.Mutex
+	seen  map[key]Seen
+	fires []Fire // in order of receipt, rejected ones too
+	stale int
 }
 
 func New() *Ledger {
-	return &Ledger{highest: map[int]int64{}, seen: map[key]Seen{}}
+	m, _ := receiver.NewMemory(receiver.MemoryConfig{Retention: retention}) // valid: constant
+	return &Ledger{store: m, seen: map[key]Seen{}}
 }
 
-// Record enters f and returns it with Accepted and Dup decided. The token
-// comparison and the recording happen under one lock: the receiver's "one
-// transaction".
+// Store is the state the ledger judges runs by: give it to
+// receiver.Middleware, with Observe as its observer.
+func (l *Ledger) Store() receiver.Store { return l.store }
+
+// Record judges f in the ledger's store and enters it. The record is the
+// run's effect, so an accepted run is completed at once.
 func (l *Ledger) Record(f Fire) Fire {
+	d := f.Delivery()
+	dec, _ := l.store.Admit(context.Background(), d) // Memory never fails
+	if dec.Verdict == receiver.Accept {
+		_ = l.store.Complete(context.Background(), d.Key(), http.StatusOK)
+	}
+	return l.Enter(f, dec.Verdict)
+}
+
+// Observe enters a run receiver.Middleware judged, received now: a
+// receiver.WithObserver function.
+func (l *Ledger) Observe(_ *http.Request, t receiver.Ticket) {
+	l.Enter(fireOf(t.Delivery, time.Now()), t.Verdict)
+}
+
+// Enter records f as judged by v and returns it with Accepted and Dup
+// decided: a stale token is not accepted; a repeat or a delivery while its
+// key's first is pending is an accepted duplicate.
+func (l *Ledger) Enter(f Fire, v receiver.Verdict) Fire {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f.Accepted = f.Token >= l.highest[f.Shard]
+	f.Accepted = v != receiver.Stale
 	if f.Accepted {
-		l.highest[f.Shard] = f.Token
 		k := key{f.Job, f.Tick.UnixNano()}
 		s := l.seen[k]
-		f.Dup = s.N > 0
+		f.Dup = v != receiver.Accept
 		if s.N == 0 {
 			s.First = f.At
 		}

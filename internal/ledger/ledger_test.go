@@ -2,8 +2,11 @@ package ledger
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/shardcron/shardcron/receiver"
 )
 
 func headers(job, tick, shard, token string) http.Header {
@@ -74,5 +77,33 @@ func TestRecord(t *testing.T) {
 	}
 	if fs := l.Since(at.Add(4 * time.Millisecond)); len(fs) != 2 || fs[0].Job != "b" {
 		t.Errorf("Since(the fifth's receipt) = %+v, want the last two", fs)
+	}
+}
+
+// Behind receiver.Middleware with Observe, the ledger counts what the
+// middleware judged: the repeat a duplicate (and not passed on), the
+// stale token rejected.
+func TestObserve(t *testing.T) {
+	l := New()
+	applied := 0
+	h := receiver.Middleware(l.Store(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		applied++
+		w.WriteHeader(http.StatusNoContent)
+	}), receiver.WithObserver(l.Observe))
+	for i, s := range []struct {
+		token string
+		code  int
+	}{{"5", http.StatusNoContent}, {"5", http.StatusOK}, {"4", http.StatusConflict}} {
+		req := httptest.NewRequest(http.MethodPost, "/", nil)
+		req.Header = headers("j", "2026-11-30T20:00:01Z", "7", s.token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != s.code {
+			t.Errorf("step %d: %d, want %d", i, rec.Code, s.code)
+		}
+	}
+	fs := l.Fires()
+	if applied != 1 || len(fs) != 3 || fs[0].Dup || !fs[1].Dup || !fs[1].Accepted || fs[2].Accepted || l.Stale() != 1 {
+		t.Errorf("applied %d, fires %+v, stale %d", applied, fs, l.Stale())
 	}
 }
