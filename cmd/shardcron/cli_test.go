@@ -163,7 +163,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 	// The table shows members and the summary; shards only on request.
 	table, _, code := runCLI(t, env, "status")
 	if code != 0 || !strings.Contains(table, "MEMBER") || !strings.Contains(table, "solo") ||
-		!strings.Contains(table, "16 shards, 0 without an owner") || strings.Contains(table, "SHARD") {
+		!strings.Contains(table, "16 shards, 0 without an owner") || strings.Contains(table, "\nSHARD") {
 		t.Errorf("status table: exit %d\n%s", code, table)
 	}
 	for _, tc := range []struct {
