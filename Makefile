@@ -81,8 +81,14 @@ $(BIN)/etcd: go.mod go.sum
 IMAGE      ?= shardcron:latest
 ETCD_IMAGE ?= shardcron-etcd:$(ETCD_VERSION)
 ETCD_VERSION := $(shell awk '$$1 == "go.etcd.io/etcd/server/v3" {print $$2}' go.mod)
-STATIC_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)'
-CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+# Images run Linux whatever the host (Docker Desktop on macOS runs a Linux
+# VM): their binaries are built for linux and the host's architecture, or
+# GOARCH when set (GOARCH=arm64 make image).
+IMAGE_GOARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_GOENV  = CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_GOARCH)
+STATIC_BUILD = $(IMAGE_GOENV) $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)'
+# The first CA bundle found: Debian/Ubuntu/Alpine, macOS, Fedora/RHEL.
+CA_BUNDLE ?= $(firstword $(wildcard /etc/ssl/certs/ca-certificates.crt /etc/ssl/cert.pem /etc/pki/tls/certs/ca-bundle.crt) /etc/ssl/certs/ca-certificates.crt)
 
 static:
 	$(STATIC_BUILD) -o $(BIN)/static/shardcron ./cmd/shardcron
@@ -91,7 +97,7 @@ image: static
 	deploy/docker/build.sh deploy/docker/shardcron.Dockerfile $(IMAGE) $(BIN)/static/shardcron $(CA_BUNDLE)
 
 etcd-image:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/static/etcd go.etcd.io/etcd/server/v3
+	$(IMAGE_GOENV) $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/static/etcd go.etcd.io/etcd/server/v3
 	deploy/docker/build.sh deploy/docker/etcd.Dockerfile $(ETCD_IMAGE) $(BIN)/static/etcd $(CA_BUNDLE)
 
 # The end-to-end suite on Docker (e2e/, build tag e2e): the current image,
@@ -104,12 +110,12 @@ E2E_LEDGER_IMAGE ?= shardcron-e2e-ledger:latest
 E2E_FLAGS ?= -count=1 -timeout 18m -v
 
 e2e-images: image etcd-image
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/static/ledger ./e2e/ledger
+	$(IMAGE_GOENV) $(GO) build -trimpath -o $(BIN)/static/ledger ./e2e/ledger
 	deploy/docker/build.sh deploy/docker/ledger.Dockerfile $(E2E_LEDGER_IMAGE) $(BIN)/static/ledger $(CA_BUNDLE)
 	@git cat-file -e $(E2E_OLD_COMMIT)^{commit} || { echo "E2E_OLD_COMMIT $(E2E_OLD_COMMIT) is not in this clone's history (git fetch --unshallow)" >&2; exit 1; }
 	@old=$$(mktemp -d) && trap 'rm -rf "$$old"' EXIT && \
 	git archive $(E2E_OLD_COMMIT) | tar -x -C "$$old" && \
-	(cd "$$old" && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -X main.version=$(E2E_OLD_COMMIT) -X main.commit=$(E2E_OLD_COMMIT)' -o shardcron ./cmd/shardcron) && \
+	(cd "$$old" && $(IMAGE_GOENV) $(GO) build -trimpath -ldflags '-s -w -X main.version=$(E2E_OLD_COMMIT) -X main.commit=$(E2E_OLD_COMMIT)' -o shardcron ./cmd/shardcron) && \
 	deploy/docker/build.sh deploy/docker/shardcron.Dockerfile $(E2E_OLD_IMAGE) "$$old/shardcron" $(CA_BUNDLE)
 
 e2e: e2e-images

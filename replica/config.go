@@ -29,6 +29,10 @@ type Config struct {
 	// serves on it and closes it; if Run is never called, the caller
 	// closes it. Required.
 	Listener net.Listener
+	// AdvertiseAddr is the host:port published in the member key
+	// (config.CheckAdvertiseAddr). "": the listener's address, with the
+	// host name for an unspecified host (advertise.go).
+	AdvertiseAddr string
 	// WrapHTTP, when set, wraps every HTTP request (token auth).
 	WrapHTTP func(http.Handler) http.Handler
 	// Lease configures the node's session (TTL, margin).

@@ -91,7 +91,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	if meta.Shards != r.cfg.Shards {
 		r.log.Info("following the cluster's shard count", "shards", meta.Shards, "flag", r.cfg.Shards)
 	}
-	mgr, sched, err := r.build(meta, web.addr)
+	mgr, sched, err := r.build(meta, r.advertiseAddr(web.addr))
 	if err != nil {
 		return err
 	}

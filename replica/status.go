@@ -79,3 +79,52 @@ func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobIn
 	}
 	return infos, specs
 }
+
+// Shard states the status filter knows: a shard has an owner or none, and
+// an owned shard whose owner is not the one the assignment wants is moving
+// (it changes hands at the next handoff).
+const (
+	ShardOwned   = "owned"
+	ShardUnowned = "unowned"
+	ShardMoving  = "moving"
+)
+
+// ShardStates lists the states FilterShards takes.
+var ShardStates = []string{ShardOwned, ShardUnowned, ShardMoving}
+
+// shardIn says whether s is in state ("" matches every shard).
+func shardIn(s shard.ShardState, state string) bool {
+	switch state {
+	case ShardOwned:
+		return s.Owner != ""
+	case ShardUnowned:
+		return s.Owner == ""
+	case ShardMoving:
+		return s.Owner != "" && s.Owner != s.Desired
+	}
+	return state == ""
+}
+
+// Moving counts the owned shards whose owner is not their desired owner.
+func (s Status) Moving() int {
+	n := 0
+	for _, ss := range s.ShardSet {
+		if shardIn(ss, ShardMoving) {
+			n++
+		}
+	}
+	return n
+}
+
+// FilterShards keeps the shards owned by owner ("" for any) and in state
+// ("" for any, else one of ShardStates). Counts and members are left as
+// they were: they describe the whole cluster.
+func (s *Status) FilterShards(owner, state string) {
+	kept := s.ShardSet[:0:0]
+	for _, ss := range s.ShardSet {
+		if (owner == "" || ss.Owner == owner) && shardIn(ss, state) {
+			kept = append(kept, ss)
+		}
+	}
+	s.ShardSet = kept
+}

@@ -56,6 +56,7 @@ type feed struct {
 	ring    []Change // the newest feedSize changes; change seq is at (seq-1) % feedSize
 	wake    chan struct{}
 	lastDel map[int]string // shard -> kind of its last deletion
+	churn   churn          // acquisitions over time, beyond the ring
 }
 
 func newFeed() *feed {
@@ -162,6 +163,7 @@ func (f *feed) publish(changes []Change) {
 	defer f.mu.Unlock()
 	for _, c := range changes {
 		if c.Kind == ChangeAcquired {
+			f.churn.add(c.At, 1)
 			switch f.lastDel[c.Shard] {
 			case ChangeReleased:
 				c.Cause = "handoff"
@@ -183,6 +185,14 @@ func (f *feed) publish(changes []Change) {
 	}
 	close(f.wake)
 	f.wake = make(chan struct{})
+}
+
+// Churn returns the shard acquisitions this node saw in the minute up to
+// now, and per minute over the last 15 minutes (oldest first).
+func (f *feed) Churn(now time.Time) (perMin int, bins []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.churn.window(now)
 }
 
 // Changes returns the ownership changes this node saw after seq (oldest

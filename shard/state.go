@@ -33,6 +33,12 @@ type State struct {
 	Ideal     float64      `json:"ideal"`
 	LoadBound int          `json:"load_bound"`
 	ShardSet  []ShardState `json:"shards"`
+	// ChurnPerMin counts the shard acquisitions (anywhere in the cluster)
+	// this node's watch saw in the last minute; ChurnBins the same per
+	// minute over the last 15 minutes, oldest first, ending with that
+	// minute. Counted on every change, not from a bounded list (churn.go).
+	ChurnPerMin int   `json:"churn_per_min"`
+	ChurnBins   []int `json:"churn_bins"`
 	// Stale: this node has no valid session, so the view is what it saw
 	// when etcd last answered (AsOf), StaleForMs ago (stale.go).
 	Stale      bool      `json:"stale"`
@@ -135,7 +141,9 @@ func (m *Manager) State() State {
 		st.ShardSet[s] = ss
 	}
 	st.countByMember(m.params.LoadFactor)
-	m.freshness(&st, time.Now())
+	now := time.Now()
+	st.ChurnPerMin, st.ChurnBins = m.feed.Churn(now)
+	m.freshness(&st, now)
 	return st
 }
 

@@ -25,6 +25,7 @@ import (
 // tried with one (typeBad), so a new flag of those types is covered without
 // an entry; a new string flag needs one here, or the test says so.
 var badValues = map[string][]string{
+	"advertise-addr":           {"[::]:8080", "no-port"},
 	"cluster":                  {"Bad Name"},
 	"config":                   {"/nonexistent/node.yaml"},
 	"data-dir":                 {"@file"}, // a regular file; server needs --embedded-etcd for it (see extra)
@@ -76,11 +77,14 @@ var outputs = map[string]string{
 // base's --replicas.
 var perCommand = map[string]map[string][]string{
 	"plan": {"replicas": {"0", "-1"}, "add": {"n9"}, "remove": {"n1"}},
+	// status --shards lists the shards (a bool); server's --shards is S.
+	"status": {"shards": {}, "state": {"lost"}},
 }
 
 // noBadValue lists flags every value of which is valid (--by is free text:
-// who asks).
-var noBadValue = map[string]bool{"help": true, "by": true}
+// who asks; status --owner may name any node, a node that is not there
+// owns no shard).
+var noBadValue = map[string]bool{"help": true, "by": true, "owner": true}
 
 func typeBad(f *pflag.Flag) []string {
 	switch f.Value.Type() {

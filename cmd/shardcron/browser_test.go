@@ -121,6 +121,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		p := read()
 		return p.Unowned == 0 && len(p.Owners) == 3 && p.Header == "0" && p.Live == "true"
 	}))
+	fitsWindow(t, ctx)
+	showsLoading(t, ctx, addr)
 	// The page agrees with etcd, shard by shard.
 	var cellOwners map[string]string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`Object.fromEntries([...document.querySelectorAll("#grid .cell")].map(c => [c.dataset.shard, c.dataset.owner]))`, &cellOwners)); err != nil {

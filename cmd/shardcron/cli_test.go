@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -159,9 +160,40 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 		}
 	}
 
+	// The table shows members and the summary; shards only on request.
 	table, _, code := runCLI(t, env, "status")
-	if code != 0 || !strings.Contains(table, "MEMBER") || !strings.Contains(table, "solo") {
+	if code != 0 || !strings.Contains(table, "MEMBER") || !strings.Contains(table, "solo") ||
+		!strings.Contains(table, "16 shards, 0 without an owner") || strings.Contains(table, "\nSHARD") {
 		t.Errorf("status table: exit %d\n%s", code, table)
+	}
+	for _, tc := range []struct {
+		args []string
+		rows int
+	}{
+		{[]string{"--shards"}, 16},
+		{[]string{"--owner", "solo"}, 16},
+		{[]string{"--owner", "nobody"}, 0},
+		{[]string{"--state", "unowned"}, 0},
+		{[]string{"--state", "owned", "--owner", "solo"}, 16},
+	} {
+		out, stderr, code := runCLI(t, env, append([]string{"status"}, tc.args...)...)
+		if want := fmt.Sprintf("SHARD (%d of 16)", tc.rows); code != 0 || !strings.Contains(out, want) || strings.Count(out, " solo ") < tc.rows {
+			t.Errorf("status %v: exit %d, want %q and %d rows\n%s%s", tc.args, code, want, tc.rows, out, stderr)
+		}
+	}
+	// JSON keeps every shard without a filter, and applies one when given.
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, 16}, {[]string{"--owner", "nobody"}, 0}} {
+		out, _, code := runCLI(t, env, append([]string{"status", "-o", "json"}, tc.args...)...)
+		var got replica.Status
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got.ShardSet) != tc.want || got.Shards != 16 {
+			t.Errorf("status -o json %v: exit %d, %d shards, want %d\n%s", tc.args, code, len(got.ShardSet), tc.want, out)
+		}
+	}
+	if _, stderr, code := runCLI(t, env, "status", "--state", "lost"); code != 2 || !strings.Contains(stderr, "--state") {
+		t.Errorf("status --state lost: exit %d, want 2 naming --state: %s", code, stderr)
 	}
 	srv.signal(syscall.SIGTERM)
 	if code, err := srv.Wait(10 * time.Second); err != nil || code != 0 {

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -30,8 +32,8 @@ func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return 0
+	if err == nil || errors.Is(err, syscall.EPIPE) {
+		return 0 // done, or its reader stopped reading (| head): nothing to say
 	}
 	fmt.Fprintln(os.Stderr, "shardcron:", err)
 	var ue usageError
@@ -45,3 +47,18 @@ func run(args []string) int {
 type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
+
+// longRunning are the commands that keep running: a closed stdout or
+// stderr does not change their course, so they keep Go's default (a write
+// to a closed pipe on fd 1 or 2 ends the process with SIGPIPE).
+var longRunning = map[string]bool{"server": true, "dev": true, "supervise": true}
+
+// quietPipe turns a write to a closed pipe into an EPIPE error instead of
+// death by SIGPIPE, for the commands that print a result: `status | head`
+// then exits 0, silently (run). A handler rather than signal.Ignore, so no
+// child process inherits an ignored SIGPIPE.
+func quietPipe(c *cobra.Command, _ []string) {
+	if !longRunning[c.Name()] {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
+}

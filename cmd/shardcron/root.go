@@ -9,11 +9,12 @@ import (
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "shardcron",
-		Short:         "A partition-aware cron scheduler on etcd",
-		Long:          "shardcron runs cron jobs across replicas: every shard of the job space is owned by one live replica through an etcd lease with a fencing token, and a job fires only on its shard's owner.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:              "shardcron",
+		Short:            "A partition-aware cron scheduler on etcd",
+		Long:             "shardcron runs cron jobs across replicas: every shard of the job space is owned by one live replica through an etcd lease with a fencing token, and a job fires only on its shard's owner.",
+		SilenceUsage:     true,
+		SilenceErrors:    true,
+		PersistentPreRun: quietPipe,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath())}

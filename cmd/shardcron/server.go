@@ -109,7 +109,7 @@ func runServer(c *cobra.Command, _ []string) error {
 	var egress runner.EgressPolicy
 	egress.Deny, egress.Allow = node.EgressPrefixes()
 	rcfg := replica.Config{
-		Cluster: node.Cluster, Node: node.NodeID,
+		Cluster: node.Cluster, Node: node.NodeID, AdvertiseAddr: node.AdvertiseAddr,
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
 		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},

@@ -137,6 +137,10 @@ type Node struct {
 	// may set on this replica: names, or prefixes ending in "*"; never
 	// PATH. See runner.ExecPolicy.
 	ExecEnvAllow []string `yaml:"exec_env_allow"`
+	// AdvertiseAddr is the host:port published in this replica's member
+	// key, where users and tools reach it; default "": HTTPAddr's bound
+	// address, with the host name for an unspecified host (":8080").
+	AdvertiseAddr string `yaml:"advertise_addr"`
 }
 
 // HTTPAuth says whether token auth is on.
@@ -216,6 +220,9 @@ func (n Node) Validate() error {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		bad("http_addr", "%q: the port must be a number from 0 to 65535", n.HTTPAddr)
 	}
+	if err := CheckAdvertiseAddr(n.AdvertiseAddr); n.AdvertiseAddr != "" && err != nil {
+		bad("advertise_addr", "%q: %v", n.AdvertiseAddr, err)
+	}
 	ttl, margin := n.LeaseTTL.D(), n.LeaseMargin.D()
 	switch {
 	case ttl < lease.MinTTL:
@@ -291,6 +298,23 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 			"set --http-operate-tokens-file and/or --http-read-tokens-file (SHARDCRON_HTTP_OPERATE_TOKENS_FILE, ...), "+
 			"or listen on loopback (--http-addr 127.0.0.1:8080), or accept the risk with --insecure-http (SHARDCRON_INSECURE_HTTP=true)", n.HTTPAddr)
 	}
+}
+
+// CheckAdvertiseAddr says whether addr is an address others can dial:
+// host:port with a host that is not empty or unspecified (0.0.0.0, ::),
+// and a port from 1 to 65535.
+func CheckAdvertiseAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("not host:port (such as shardcron-1:8080 or 10.0.0.7:8080)")
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("the host must be one others can reach, not empty or %q", host)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("the port must be a number from 1 to 65535")
+	}
+	return nil
 }
 
 // LoadNodeFile reads the settings file at path (strict YAML, the keys of

@@ -159,6 +159,10 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.EtcdEndpoints = nil; n.EmbeddedEtcd = true; n.DataDir = "" }, `field "data_dir": is required with embedded_etcd`},
 		{func(n *Node) { n.HTTPAddr = "8080" }, `field "http_addr": "8080" is not host:port`},
 		{func(n *Node) { n.HTTPAddr = ":http" }, `the port must be a number`},
+		{func(n *Node) { n.AdvertiseAddr = "[::]:8080" }, `field "advertise_addr": "[::]:8080": the host must be one others can reach`},
+		{func(n *Node) { n.AdvertiseAddr = ":8080" }, `field "advertise_addr": ":8080": the host must be one others can reach`},
+		{func(n *Node) { n.AdvertiseAddr = "node-1" }, `field "advertise_addr": "node-1": not host:port`},
+		{func(n *Node) { n.AdvertiseAddr = "node-1:0" }, `field "advertise_addr": "node-1:0": the port must be a number from 1 to 65535`},
 		{func(n *Node) { n.LeaseTTL = config.Duration(time.Second) }, `field "lease_ttl": 1s is less than the minimum of 2s`},
 		{func(n *Node) { n.LeaseTTL = config.Duration(2500 * time.Millisecond) }, `not a whole number of seconds`},
 		{func(n *Node) { n.LeaseTTL = config.Duration(2 * time.Hour) }, `more than the limit of 1h`},
@@ -265,6 +269,7 @@ exec_allow: [/usr/local/bin/, /usr/bin/true]
 egress_deny: [127.0.0.0/8, "::1"]
 egress_allow: [169.254.169.254]
 exec_env_allow: [LANG, LC_*]
+advertise_addr: node-1.example:9090
 `)
 	n, err := LoadNodeFile(path)
 	if err != nil {
@@ -275,7 +280,8 @@ exec_env_allow: [LANG, LC_*]
 		"debug", "json", "/tls/client.pem", "/tls/client-key.pem", "/tls/ca.pem", "shardcron", "hunter2", "", false,
 		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
 		false, []string{"/usr/local/bin/", "/usr/bin/true"},
-		[]string{"127.0.0.0/8", "::1"}, []string{"169.254.169.254"}, []string{"LANG", "LC_*"}}
+		[]string{"127.0.0.0/8", "::1"}, []string{"169.254.169.254"}, []string{"LANG", "LC_*"},
+		"node-1.example:9090"}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

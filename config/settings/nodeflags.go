@@ -53,6 +53,7 @@ var nodeSettings = []setting{
 	{"embedded_etcd", "run a single replica with its own etcd in --data-dir, on loopback", func(n *Node) any { return &n.EmbeddedEtcd }, ServerOnly},
 	{"data_dir", "directory of the embedded etcd's data", func(n *Node) any { return &n.DataDir }, ServerOnly},
 	{"http_addr", "address of the dashboard, API, /metrics, /healthz and /readyz (:0 for a free port)", func(n *Node) any { return &n.HTTPAddr }, ServerOnly},
+	{"advertise_addr", "host:port published in the member list, where users reach this replica (default: the bound --http-addr, with the host name for an unspecified host)", func(n *Node) any { return &n.AdvertiseAddr }, ServerOnly},
 	{"lease_ttl", "lease TTL, whole seconds, at least 2s: a crashed replica's shards move within about this long", func(n *Node) any { return &n.LeaseTTL }, ServerOnly},
 	{"lease_margin", "taken off the lease expiry for the safe deadline; at most half the TTL", func(n *Node) any { return &n.LeaseMargin }, ServerOnly},
 	{"shards", "number of shards, used only when the cluster is created", func(n *Node) any { return &n.Shards }, ServerOnly},
