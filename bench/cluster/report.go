@@ -133,6 +133,21 @@ func div(a, b float64) float64 {
 	return a / b
 }
 
+// printBurst prints the burst scenario's table.
+func printBurst(w io.Writer, tw *tabwriter.Writer, bursts []burstResult) {
+	fmt.Fprintln(w, "\n## Burst: every job due once at one minute (plain) or at its H second of it")
+	fmt.Fprintln(tw, "jobs\tmode\tsystem\treplicas\tticks span s\tdeliver all ms\tlag p50 ms\tp99 ms\tmax ms\treceived\tmissed\tdup\tready s\tmargin s\t")
+	for _, r := range bursts {
+		ge := ""
+		if r.Missed > 0 {
+			ge = "≥"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s%.0f\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.Jobs, r.Mode, r.System, r.Replicas,
+			r.SpanS, ge, r.DeliverAllMs, r.Lag.P50, ge, r.Lag.P99, ge, r.Lag.Max, r.Received, r.Missed, r.Duplicates, r.ReadyS, r.MarginS)
+	}
+	tw.Flush()
+}
+
 // report prints the tables and the JSON summary, and writes the JSON file
 // and the plot.
 func report(w io.Writer, res results, cfg config) {
@@ -161,17 +176,7 @@ func report(w io.Writer, res results, cfg config) {
 		tw.Flush()
 	}
 	if len(res.Burst) > 0 {
-		fmt.Fprintln(w, "\n## Burst: every job due once at one minute (plain) or at its H second of it")
-		fmt.Fprintln(tw, "jobs\tmode\tsystem\treplicas\tticks span s\tdeliver all ms\tlag p50 ms\tp99 ms\tmax ms\treceived\tmissed\tdup\tready s\tmargin s\t")
-		for _, r := range res.Burst {
-			ge := ""
-			if r.Missed > 0 {
-				ge = "≥"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.0f\t%s%.0f\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.Jobs, r.Mode, r.System, r.Replicas,
-				r.SpanS, ge, r.DeliverAllMs, r.Lag.P50, ge, r.Lag.P99, ge, r.Lag.Max, r.Received, r.Missed, r.Duplicates, r.ReadyS, r.MarginS)
-		}
-		tw.Flush()
+		printBurst(w, tw, res.Burst)
 	}
 	if len(res.Scale) > 0 {
 		fmt.Fprintln(w, "\n## Scale-out, I/O-bound runs (each holds a slot 100 ms)")

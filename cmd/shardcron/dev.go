@@ -89,19 +89,11 @@ func runDev(ctx context.Context, o devOptions) error {
 	}
 	slog.SetDefault(devLog) // what libraries log on the default logger looks the same
 
-	dir := o.dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "shardcron-dev-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	}
-	etcd, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(dir, "etcd"), Logger: devLog})
+	endpoint, stopEtcd, err := startDevEtcd(o.dataDir, devLog)
 	if err != nil {
 		return err
 	}
-	defer etcd.Close()
-	devLog.Info("embedded etcd listening", "endpoint", etcd.Endpoint())
+	defer stopEtcd()
 
 	sinkLog, err := logFor("[sink]  ")
 	if err != nil {
@@ -115,7 +107,7 @@ func runDev(ctx context.Context, o devOptions) error {
 	devLog.Info("sink listening", "url", sinkURL)
 
 	etcdMetrics := newEtcdClientMetrics()
-	cli, err := newEtcdClient(settings.Etcd{Endpoints: []string{etcd.Endpoint()}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
+	cli, err := newEtcdClient(settings.Etcd{Endpoints: []string{endpoint}}, etcdClientOptions{DialOptions: etcdMetricsDial(etcdMetrics)})
 	if err != nil {
 		return err
 	}
@@ -153,6 +145,25 @@ func runDev(ctx context.Context, o devOptions) error {
 		return err
 	}
 	return runAll(ctx, replicas)
+}
+
+// startDevEtcd starts dev's embedded etcd in dir (a temporary directory,
+// removed by stop, when dir is ""), and returns its endpoint.
+func startDevEtcd(dir string, log *slog.Logger) (endpoint string, stop func(), err error) {
+	cleanup := func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "shardcron-dev-"); err != nil {
+			return "", nil, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	etcd, err := etcdembed.Start(etcdembed.Config{Dir: filepath.Join(dir, "etcd"), Logger: log})
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	log.Info("embedded etcd listening", "endpoint", etcd.Endpoint())
+	return etcd.Endpoint(), func() { etcd.Close(); cleanup() }, nil
 }
 
 // newDevReplicas builds the replicas of `dev`, dev-1 to dev-N, each with

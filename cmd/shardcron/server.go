@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -103,19 +104,8 @@ func runServer(c *cobra.Command, _ []string) error {
 	}
 	defer cli.Close()
 
-	lc := lease.DefaultConfig()
-	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
 	reg.MustRegister(etcdstatus.NewCollector(cli)) // the database's headroom before NOSPACE
-	var egress runner.EgressPolicy
-	egress.Deny, egress.Allow = node.EgressPrefixes()
-	rcfg := replica.Config{
-		Cluster: node.Cluster, Node: node.NodeID, AdvertiseAddr: node.AdvertiseAddr,
-		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
-		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
-		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
-		Egress:     egress,
-		Version:    version, Registry: reg, Logger: log,
-	}
+	rcfg := replicaConfig(node, jobs, reg, log)
 	if guard != nil {
 		reg.MustRegister(guard)
 		rcfg.WrapHTTP = guard.Wrap
@@ -135,6 +125,23 @@ func runServer(c *cobra.Command, _ []string) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// replicaConfig is the replica's configuration from the node's settings,
+// before its HTTP listener, guard and tracer are added.
+func replicaConfig(node settings.Node, jobs []config.Job, reg *prometheus.Registry, log *slog.Logger) replica.Config {
+	lc := lease.DefaultConfig()
+	lc.TTL, lc.Margin = node.LeaseTTL.D(), node.LeaseMargin.D()
+	var egress runner.EgressPolicy
+	egress.Deny, egress.Allow = node.EgressPrefixes()
+	return replica.Config{
+		Cluster: node.Cluster, Node: node.NodeID, AdvertiseAddr: node.AdvertiseAddr,
+		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
+		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
+		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
+		Egress:     egress,
+		Version:    version, Registry: reg, Logger: log,
+	}
 }
 
 // startEmbeddedEtcd starts the node's own etcd (--embedded-etcd) and
