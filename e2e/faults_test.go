@@ -115,9 +115,8 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 }
 
 // 8. Rolling upgrade: every replica, one at a time, to the image of the
-// last landed main (Makefile's E2E_OLD_COMMIT: its release markers name no
-// handed ticks), then back to the current image. The record and marker
-// formats must hold both ways.
+// last landed main (Makefile's E2E_OLD_COMMIT), then back to the current
+// image. The record, marker and history formats must hold both ways.
 //
 // One repeat is the earlier release's own: when the drain timeout (3 s here)
 // was shorter than the 5 s kill grace, its drain cut short at once every run
