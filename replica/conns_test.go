@@ -73,7 +73,11 @@ func TestConnLimit(t *testing.T) {
 		c := dial()
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 		fmt.Fprintf(c, "GET /busy HTTP/1.1\r\nHost: x\r\n\r\n")
-		<-busy
+		select {
+		case <-busy:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a busy request within the cap of %d was not served", max)
+		}
 	}
 	if status, err := get(dial(), "/"); err == nil {
 		t.Errorf("a connection beyond %d busy ones was answered: %q", max, status)
