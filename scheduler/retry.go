@@ -35,8 +35,9 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 			// The retry could not start before the job's timeout.
 			return res, n
 		}
-		s.log.Info("run attempt failed; retrying", append(r.rec.logArgs(), "tick", r.tick, "attempt", n,
-			"of", most, "retry_in", wait, "detail", res.Detail)...)
+		// From spec, not r.rec: this is the run's goroutine, and Run owns rec.
+		s.log.Info("run attempt failed; retrying", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", r.tick, "attempt", n,
+			"of", most, "retry_in", wait, "detail", res.Detail)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
