@@ -72,6 +72,9 @@ func TestOneShotThroughProcesses(t *testing.T) {
 	}
 	b := startOpsServer(t, etcd, "oneshot", "b", 8)
 	poll.MustEvery(t, procEvery, 30*time.Second, "the missed one-shot ran on return", poll.True(func() bool { return len(ledger("missed")) > 0 }))
+	// Stopped between runs: once its completion is recorded (a drain that
+	// cuts the run short leaves it for the successor, marked).
+	poll.MustEvery(t, procEvery, 30*time.Second, "the missed one-shot done", poll.True(func() bool { return done("missed") }))
 	b.signal(syscall.SIGTERM)
 	if _, err := b.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
