@@ -67,3 +67,22 @@ func True(cond func() bool) func() error {
 		return errNotYet
 	}
 }
+
+// HoldsEvery checks cond every interval for d and fails t at the first
+// check it does not hold: for what must not happen (a wrong re-run), where
+// there is no event to wait for, checked throughout rather than once
+// after a sleep.
+func HoldsEvery(t testing.TB, interval, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for end := time.Now().Add(d); ; {
+		if err := cond(); err != nil {
+			t.Fatalf("%s: broken: %v", what, err)
+		}
+		if !time.Now().Before(end) {
+			return
+		}
+		<-tick.C
+	}
+}

@@ -33,3 +33,31 @@ func TestMustEvery(t *testing.T) {
 		t.Fatalf("MustEvery returned after %v and %d checks; want 3 checks, two intervals apart", d, n)
 	}
 }
+
+func TestHoldsEvery(t *testing.T) {
+	n := 0
+	HoldsEvery(t, time.Millisecond, 20*time.Millisecond, "counting", func() error { n++; return nil })
+	if n < 2 {
+		t.Fatalf("checked %d times over 20 ms every 1 ms", n)
+	}
+	ft := &fatalT{TB: t}
+	func() {
+		defer func() { recover() }()
+		HoldsEvery(ft, time.Millisecond, time.Second, "broken", func() error { return errNotYet })
+	}()
+	if !ft.failed {
+		t.Fatal("a condition that does not hold did not fail the test")
+	}
+}
+
+// fatalT records Fatalf and stops the caller as t.Fatal would.
+type fatalT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalT) Helper() {}
+func (f *fatalT) Fatalf(string, ...any) {
+	f.failed = true
+	panic("fatal")
+}
