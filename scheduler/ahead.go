@@ -174,6 +174,9 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 	// No tick at or before the job's Since or resume runs, whatever this
 	// owner's clock says now (config.Job.NotBefore).
 	from = later(later(from, rec.hi), rec.e.job.NotBefore())
+	// Nor one already in line or still to come from a catch-up: after a
+	// clock step back, from can fall before them, and they would run twice.
+	from = later(from, rec.lineEnd())
 	if next := rec.e.sched.Next(from); !next.IsZero() {
 		s.pushTimer(claimTimer(rec, next, s.horizon()))
 	}

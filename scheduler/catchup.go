@@ -79,6 +79,15 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 	// No tick at or before Since (the job did not exist) or Resumed (the
 	// job was suspended) ever runs.
 	base := rec.committed.LastClaimed
+	for _, f := range rec.committed.InFlight {
+		// Claims go in order: a scheduled tick in flight says every tick
+		// before it was decided, even in a record whose last claimed tick
+		// lags it (no release writes one). It runs again as reclaimed,
+		// never also as caught up.
+		if f.Trigger == "" {
+			base = later(base, f.Tick)
+		}
+	}
 	if nb := job.NotBefore(); nb.After(base) {
 		base = nb
 	}

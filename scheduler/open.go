@@ -51,3 +51,17 @@ func (rec *jobRec) decidedBefore(t time.Time) bool {
 	}
 	return true
 }
+
+// lineEnd returns the latest tick the job has in line unclaimed or still
+// to come from its catch-up (zero if none): its ordinary ticks start after
+// it.
+func (rec *jobRec) lineEnd() time.Time {
+	var end time.Time
+	if n := len(rec.open); n > 0 {
+		end = rec.open[n-1]
+	}
+	if b := rec.backlog; b != nil {
+		end = later(end, b.end)
+	}
+	return end
+}
