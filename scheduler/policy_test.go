@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -282,4 +283,37 @@ func TestInterruptedTickNotRerunAcrossSuspension(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A replaced run that the Runner never started (it turned the run away,
+// past the safe deadline, only once the replace had cancelled it) is
+// recorded as replaced, not under the Runner's words alone: the history
+// then says why the tick did not run (found by the simulator, seed 66570).
+func TestReplacedRunRecordsReplace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "stuck", "*/10 * * * * *")
+		j.Concurrency = config.ConcurrencyReplace
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			if r.Tick.Equal(t0) {
+				<-ctx.Done()
+				return Result{Status: StatusCancelled, Detail: "not started: past the safe deadline"}
+			}
+			return Result{Status: StatusSucceeded}
+		}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(15 * time.Second))
+		synctest.Wait()
+		rec := h.store.record(1, j.Name)
+		i := slices.IndexFunc(rec.History, func(e Entry) bool { return e.Tick.Equal(t0) })
+		if i < 0 {
+			t.Fatalf("no history entry for %v: %+v", t0, rec.History)
+		}
+		if e := rec.History[i]; e.Status != StatusCancelled || !strings.Contains(e.Detail, errReplaced.Error()) {
+			t.Errorf("replaced run recorded as %s %q, want cancelled naming the replace", e.Status, e.Detail)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -261,6 +262,11 @@ func (s *Scheduler) runEnded(d runDone) {
 	default: // replaced or removed: ended by policy, recorded
 		if status == StatusSucceeded || status == StatusFailed {
 			status = StatusCancelled
+		}
+		// The policy is why it ended, whatever the Runner says of it (a
+		// run it turned away never began): history names it.
+		if c := d.cause.Error(); !strings.Contains(d.res.Detail, c) {
+			d.res.Detail = strings.TrimSuffix(c+": "+d.res.Detail, ": ")
 		}
 	}
 	s.recordEnd(d, status, record)
