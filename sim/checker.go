@@ -65,12 +65,16 @@ func (r Run) String() string {
 // History is what one seed did: every run, every event, and what the
 // store holds at the end.
 type History struct {
-	Seed   uint64
-	Cfg    Config
-	Start  time.Time
-	Runs   []Run
-	Events []Event
-	Sets   []setAt
+	Seed  uint64
+	Cfg   Config
+	Start time.Time
+	Runs  []Run
+	// Refused: the calls the runner turned away before anything reached
+	// the receiver (Start zero); the owner counted each as running from
+	// Called to End, so forbid may skip the ticks meanwhile.
+	Refused []Run
+	Events  []Event
+	Sets    []setAt
 	// Triggers: id -> job and request time; Consumed: id -> "claim" or
 	// "skip"; Pending: ids still in the store at the end.
 	Triggers map[string]trigInfo
@@ -96,7 +100,7 @@ type History struct {
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
-		Skew: w.maxSkew, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers, Faults: w.faults}
+		Skew: w.maxSkew, Refused: w.refused, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers, Faults: w.faults}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
 	}
@@ -221,9 +225,14 @@ func suspensions(ss []stretch) [][2]time.Time {
 	return out
 }
 
-func (h *History) runsOf(job string) []Run {
+func (h *History) runsOf(job string) []Run { return ofJob(h.Runs, job) }
+
+// refusedOf returns job's calls the runner refused.
+func (h *History) refusedOf(job string) []Run { return ofJob(h.Refused, job) }
+
+func ofJob(runs []Run, job string) []Run {
 	var out []Run
-	for _, r := range h.Runs {
+	for _, r := range runs {
 		if r.Job == job {
 			out = append(out, r)
 		}

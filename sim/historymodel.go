@@ -18,7 +18,10 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 	landed := false
 	for i, w := range ws {
 		for _, e := range w.Entries {
-			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") {
+			// Replaced before it started, or cut (or turned away by the
+			// runner) once the replace had cancelled it.
+			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") ||
+				e.Status == scheduler.StatusCancelled && strings.Contains(e.Detail, "replaced by a newer tick") {
 				if m.replaced[w.Job] == nil {
 					m.replaced[w.Job] = map[time.Time]bool{}
 				}

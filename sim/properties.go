@@ -63,8 +63,10 @@ func noLostTick(h *History) []Violation {
 				continue // superseded: a later tick replaced it (its run may have been cut before it reached us)
 			}
 			// Forbid judges by the owner's view: a run counts from the call to
-			// the runner, which a paused node or a slow target may deliver late.
-			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(spans(runs), func(r Run) bool {
+			// the runner, which a paused node or a slow target may deliver late,
+			// or not at all (refused past the safe deadline: the tick stays in
+			// flight for the successor).
+			if base.Concurrency == config.ConcurrencyForbid && slices.ContainsFunc(slices.Concat(spans(runs), h.refusedOf(name)), func(r Run) bool {
 				return !r.ownerStart().After(t.Add(h.Skew)) && !r.End.Before(t.Add(-h.Skew))
 			}) {
 				continue

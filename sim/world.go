@@ -34,6 +34,9 @@ type world struct {
 	calls   []*call   // seen, not yet answered
 	runs    []*runRec // every run, in the order the sim saw them
 	newRuns []*runRec
+	// refused: the calls the runner turned away (past the safe deadline,
+	// node stopped); the owner counted each as running meanwhile.
+	refused []Run
 	drains  []drainDone
 	kick    chan struct{} // buffered 1: something was registered
 	nextID  int64
@@ -282,6 +285,8 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 	// The runner checks right before it acts, as runner.HTTP does: a run
 	// past the deadline, or whose context already ended, has no effect.
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
+		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: run.Job.Name, Tick: run.Tick, Token: run.Token,
+			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, End: time.Now()})
 		return nil, false
 	}
 	rec := &runRec{node: n.name, inc: inc, run: run, called: called, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
