@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +172,7 @@ func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
 	}
 	tried := 0
 	defer func() { t.Logf("%d bad flag values tried over %d commands", tried, len(commands())) }()
+	var tries []func()
 	for _, c := range commands() {
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if noBadValue[f.Name] {
@@ -194,13 +196,32 @@ func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
 				args := append([]string{c.Name()}, extra(c.Name(), f.Name, baseArgs(c.Name(), jobs))...)
 				args = append(args, "--"+f.Name+"="+v)
 				tried++
-				code, stderr := runBad(t, nil, args...)
-				if code != 2 || !strings.Contains(stderr, "--"+f.Name) {
-					t.Errorf("shardcron %s: exit %d, want 2 with an error naming --%s:\n%s", strings.Join(args, " "), code, f.Name, stderr)
-				}
+				tries = append(tries, func() {
+					code, stderr := runBad(t, nil, args...)
+					if code != 2 || !strings.Contains(stderr, "--"+f.Name) {
+						t.Errorf("shardcron %s: exit %d, want 2 with an error naming --%s:\n%s", strings.Join(args, " "), code, f.Name, stderr)
+					}
+				})
 			}
 		})
 	}
+	inParallel(tries)
+}
+
+// inParallel calls every fn, a few at a time: each starts a process that
+// refuses its input at once, before touching etcd or a port, so they need
+// not wait for one another.
+func inParallel(fns []func()) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4)
+	for _, fn := range fns {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			fn()
+		})
+	}
+	wg.Wait()
 }
 
 // TestEveryBadSettingNamesItsSource: every server setting with an invalid
@@ -214,13 +235,14 @@ func TestEveryBadSettingNamesItsSource(t *testing.T) {
 	}
 	tried := 0
 	defer func() { t.Logf("%d bad values tried, each as a variable and in a file", tried) }()
+	var tries []func()
 	server := newServerCmd()
 	server.Flags().VisitAll(func(f *pflag.Flag) {
 		if noBadValue[f.Name] || f.Name == settings.ConfigFlag {
 			return
 		}
 		key := strings.ReplaceAll(f.Name, "-", "_")
-		for _, v := range append(typeBad(f), badValues[f.Name]...) {
+		for i, v := range append(typeBad(f), badValues[f.Name]...) {
 			if v == "@file" {
 				v = file
 			}
@@ -231,21 +253,24 @@ func TestEveryBadSettingNamesItsSource(t *testing.T) {
 			}
 			env := settings.EnvVar(f.Name)
 			tried++
-			code, stderr := runBad(t, []string{env + "=" + v}, append([]string{"server"}, base...)...)
-			if code != 2 || !strings.Contains(stderr, env) {
-				t.Errorf("%s=%s: exit %d, want 2 with an error naming %s:\n%s", env, v, code, env, stderr)
-			}
-			path := filepath.Join(dir, key+".yaml")
+			path := filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", key, i))
 			if err := os.WriteFile(path, fmt.Appendf(nil, "cluster: t\n%s: %s\n", key, yamlScalar(v)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			want := fmt.Sprintf("%s:2: field %q", path, key)
-			code, stderr = runBad(t, nil, append([]string{"server", "--config", path}, base...)...)
-			if code != 2 || !strings.Contains(stderr, want) {
-				t.Errorf("%s: %s: %s: exit %d, want 2 with an error naming %s:\n%s", path, key, v, code, want, stderr)
-			}
+			tries = append(tries, func() {
+				code, stderr := runBad(t, []string{env + "=" + v}, append([]string{"server"}, base...)...)
+				if code != 2 || !strings.Contains(stderr, env) {
+					t.Errorf("%s=%s: exit %d, want 2 with an error naming %s:\n%s", env, v, code, env, stderr)
+				}
+				want := fmt.Sprintf("%s:2: field %q", path, key)
+				code, stderr = runBad(t, nil, append([]string{"server", "--config", path}, base...)...)
+				if code != 2 || !strings.Contains(stderr, want) {
+					t.Errorf("%s: %s: %s: exit %d, want 2 with an error naming %s:\n%s", path, key, v, code, want, stderr)
+				}
+			})
 		}
 	})
+	inParallel(tries)
 }
 
 // yamlScalar writes v as a YAML value of the key: lists as lists.
