@@ -62,7 +62,7 @@ func quickPrint(js []config.Job) string {
 }
 
 // TestApplyAtScaleReadersSeeWholeVersions applies three sets of about
-// scaleJobs (100,000; 20,000 under -race) jobs while one reader Loads in a loop and another Watches; every
+// scaleJobs (100,000; 10,000 under -race) jobs while one reader Loads in a loop and another Watches; every
 // set either sees must be exactly one applied set (same version, same job
 // count and definitions), never a mix.
 func TestApplyAtScaleReadersSeeWholeVersions(t *testing.T) {
