@@ -42,7 +42,7 @@ type jobPageView struct {
 		Link   string    `json:"link"`  // where it links
 		Output string    `json:"output"`
 	} `json:"runs"`
-	Controls  bool   `json:"controls"`
+	Controls  bool   `json:"controls"` // shown, as the browser draws it
 	Confirm   bool   `json:"confirm"`
 	Suspended bool   `json:"suspended"`
 	Outcome   string `json:"outcome"`
@@ -54,7 +54,7 @@ type jobPageView struct {
 const readJobPage = `(() => ({
   runs: [...document.querySelectorAll("#runs tbody tr[data-status]")].map((r) => ({tick: r.dataset.tick, status: r.dataset.status,
     manual: r.hasAttribute("data-manual"), trace: r.cells[7].textContent, link: r.cells[7].querySelector("a")?.getAttribute("href") ?? "", output: r.cells[8].textContent})),
-  controls: !document.getElementById("controls").hidden, confirm: !document.getElementById("confirm").hidden,
+  controls: document.getElementById("controls").checkVisibility(), confirm: document.getElementById("confirm").checkVisibility(),
   suspended: !!document.getElementById("suspended"), outcome: document.getElementById("outcome").textContent,
   ok: document.getElementById("outcome").dataset.ok ?? "", text: document.body.innerText, mark: window.__testMark ?? null,
 }))()`
@@ -127,7 +127,7 @@ func TestJobPage(t *testing.T) {
 	act(t, ctx, "trigger", "#yes")
 	poll.MustEvery(t, procEvery, 30*time.Second, "the manual run on the page", poll.True(func() bool {
 		p := read()
-		return p.OK == "true" && strings.HasPrefix(p.Outcome, "triggered: request ") && len(p.Runs) > 0 && hasManualRun(p)
+		return p.OK == "true" && strings.HasPrefix(p.Outcome, "triggered: request ") && !p.Confirm && hasManualRun(p)
 	}))
 
 	// Suspended: no run for two ticks (and a page refresh).
@@ -153,6 +153,12 @@ func TestJobPage(t *testing.T) {
 		p := read()
 		return p.OK == "true" && p.Outcome == "tick resumed" && !p.Suspended && lastRun(p).After(resumed)
 	}))
+	if err := chromedp.Run(ctx, chromedp.Click("#forget", chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if read().Controls {
+		t.Error("the controls still show once the token is forgotten")
+	}
 }
 
 // act clicks the job page's button for action, then answer (#yes or #no)
