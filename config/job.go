@@ -253,3 +253,24 @@ type Duration time.Duration
 
 // D returns the duration as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Kind names the job's target: "http", "exec" or "func".
+func (j *Job) Kind() string {
+	switch {
+	case j.HTTP != nil:
+		return "http"
+	case j.Exec != nil:
+		return "exec"
+	default:
+		return "func"
+	}
+}
+
+// WithoutTarget is the job as the HTTP API shows it: without its target
+// (URL, headers, body, command) and environment, the fields where secrets
+// or references to them live, and which no API shows (docs/security.md).
+// Kind, read before, still names the target.
+func (j Job) WithoutTarget() Job {
+	j.HTTP, j.Exec, j.Env = nil, nil, nil
+	return j
+}

@@ -35,6 +35,12 @@ type Config struct {
 	// Trigger serves POST /api/v1/jobs/{name}/trigger (trigger.go); nil
 	// serves 404.
 	Trigger TriggerFunc
+	// Job serves GET /api/v1/jobs/{name} and the job page, /jobs/{name}
+	// (job.go); nil serves 404 at both.
+	Job JobFunc
+	// TraceURL, when not "", links the job page's trace ids: a URL in
+	// which {trace_id} stands for the id (settings.CheckTraceUIURL).
+	TraceURL string
 	// Refused, when set, is told of every request a bound refused, by
 	// reason (RefusedStream, RefusedOperate). It must not block.
 	Refused func(reason string)
@@ -134,6 +140,10 @@ func newMux(cfg Config) (*routeMux, error) {
 	}
 	if cfg.Runs != nil {
 		mux.HandleFunc("GET /api/v1/jobs/{name}/runs", runsHandler(cfg.Runs))
+	}
+	if cfg.Job != nil {
+		mux.HandleFunc("GET /api/v1/jobs/{name}", jobHandler(cfg.Job))
+		mux.HandleFunc("GET /jobs/{name}", jobPageHandler(cfg.Job, cfg.TraceURL))
 	}
 	if cfg.Changes != nil {
 		mux.Handle("GET /api/v1/events", newEvents(cfg.State, cfg.Changes, refused(cfg.Refused, RefusedStream)))

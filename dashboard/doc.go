@@ -1,6 +1,7 @@
 // Package dashboard serves a replica's HTTP surface: the page at /, the
 // state API (/api/v1/state), the jobs API (/api/v1/jobs, paged and
-// searchable), a job's run history (/api/v1/jobs/{name}/runs), the
+// searchable), one job (/api/v1/jobs/{name}) and its page (/jobs/{name}),
+// a job's run history (/api/v1/jobs/{name}/runs), the
 // operator actions (POST /api/v1/jobs/{name}/trigger, /suspend and
 // /resume), the event stream of ownership changes (/api/v1/events,
 // server-sent events), the OpenAPI document (/api/v1/openapi.json),

@@ -35,6 +35,9 @@ type Config struct {
 	AdvertiseAddr string
 	// WrapHTTP, when set, wraps every HTTP request (token auth).
 	WrapHTTP func(http.Handler) http.Handler
+	// TraceUIURL links the job page's trace ids (--trace-ui-url,
+	// settings.CheckTraceUIURL); "" shows them as text.
+	TraceUIURL string
 	// Lease configures the node's session (TTL, margin).
 	Lease lease.Config
 	// Shards is S, used only when the cluster is created (default

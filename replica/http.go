@@ -81,15 +81,17 @@ func crossOrigin(next http.Handler, refused prometheus.Counter) http.Handler {
 func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (http.Handler, error) {
 	reg := r.cfg.Registry
 	return dashboard.New(dashboard.Config{
-		State:   memberLeases(r.cli, mgr),
-		Jobs:    r.jobsPage(mgr, sched),
-		Ready:   r.first.ready(mgr.Ready),
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Runs:    r.jobRuns(sched, mgr.BadData()),
-		Suspend: r.suspendRoute(),
-		Trigger: r.triggerRoute(),
-		Changes: changeFeed(mgr),
-		Refused: func(reason string) { r.refused.WithLabelValues(reason).Inc() },
+		State:    memberLeases(r.cli, mgr),
+		Jobs:     r.jobsPage(mgr, sched),
+		Ready:    r.first.ready(mgr.Ready),
+		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Runs:     r.jobRuns(sched, mgr.BadData()),
+		Suspend:  r.suspendRoute(),
+		Trigger:  r.triggerRoute(),
+		Job:      r.jobDetail(mgr, sched),
+		TraceURL: r.cfg.TraceUIURL,
+		Changes:  changeFeed(mgr),
+		Refused:  func(reason string) { r.refused.WithLabelValues(reason).Inc() },
 	})
 }
 

@@ -44,6 +44,9 @@ type JobView struct {
 	// from the clock: a one-shot whose instant passed while nobody owned it
 	// is not done until its owner has caught it up.
 	Done bool `json:"done,omitempty"`
+	// Skipped counts the ticks skipped by policy over the job's record's
+	// life (scheduler.Record.Skipped).
+	Skipped int64 `json:"skipped_ticks,omitempty"`
 	// Error says why the job's record could not be read, if it could not.
 	Error string `json:"error,omitempty"`
 
@@ -140,7 +143,7 @@ func readRuns(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, rows
 			rows[i].Error = err.Error()
 			continue
 		}
-		rows[i].InFlight = rec.InFlight
+		rows[i].InFlight, rows[i].Skipped = rec.InFlight, rec.Skipped
 		rows[i].Done = rows[i].done(rec)
 	}
 	for i, h := range runsOf {

@@ -64,6 +64,7 @@ var badValues = map[string][]string{
 	"replicas":                 {"0", "65"},
 	"shards":                   {"0", "65537"},
 	"timeout":                  {"0s"},
+	"trace-ui-url":             {"https://jaeger.example/trace/", "javascript:alert({trace_id})"},
 }
 
 // outputs are the bad --output values of the commands that take one.

@@ -56,6 +56,31 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
+// openBrowser starts Chromium, opens url in it and returns the tab's
+// context, which ends after timeout; the browser stops when the test ends.
+func openBrowser(t *testing.T, chromium string, timeout time.Duration, url string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
+		chromedp.UserDataDir(t.TempDir()))...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(cancelCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancelTimeout)
+	// The browser lives as long as the context of the first Run: ctx.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	openCtx, cancelOpen := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelOpen()
+	if err := chromedp.Run(openCtx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	return ctx
+}
+
 // pageView is what the page shows, read from its DOM.
 type pageView struct {
 	Owners  map[string]int `json:"owners"` // node -> cells it colours
@@ -93,20 +118,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		return probe.allOwnedBy(browserShards, "n1", "n2", "n3")
 	}))
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
-		chromedp.UserDataDir(t.TempDir()))...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
-	defer cancelCtx()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelTimeout()
-	openCtx, cancelOpen := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelOpen()
-	if err := chromedp.Run(openCtx, chromedp.Navigate("http://"+addr+"/")); err != nil {
-		t.Fatalf("open the dashboard: %v", err)
-	}
+	ctx := openBrowser(t, chromium, 3*time.Minute, "http://"+addr+"/")
 	var v pageView
 	read := func() pageView {
 		t.Helper()

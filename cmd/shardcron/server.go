@@ -139,8 +139,8 @@ func replicaConfig(node settings.Node, jobs []config.Job, reg *prometheus.Regist
 		Lease: lc, Shards: node.Shards, DrainTimeout: node.DrainTimeout.D(),
 		MaxConcurrentRuns: node.MaxConcurrentRuns, Jobs: jobs,
 		ExecPolicy: runner.ExecPolicy{Disabled: !node.Exec, Allow: node.ExecAllow, EnvAllow: node.ExecEnvAllow},
-		Egress:     egress,
-		Version:    version, Registry: reg, Logger: log,
+		Egress:     egress, TraceUIURL: node.TraceUIURL,
+		Version: version, Registry: reg, Logger: log,
 	}
 }
 

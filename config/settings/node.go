@@ -1,9 +1,11 @@
 package settings
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -141,6 +143,10 @@ type Node struct {
 	// key, where users and tools reach it; default "": HTTPAddr's bound
 	// address, with the host name for an unspecified host (":8080").
 	AdvertiseAddr string `yaml:"advertise_addr"`
+	// TraceUIURL links the runs' trace ids on the job page: an http(s) URL
+	// in which {trace_id} stands for the id (CheckTraceUIURL); "" shows
+	// them as text.
+	TraceUIURL string `yaml:"trace_ui_url"`
 }
 
 // HTTPAuth says whether token auth is on.
@@ -293,6 +299,9 @@ func (n Node) checkHTTP(bad func(key, format string, args ...any)) {
 			bad("exec_env_allow", "%q: not a variable name or a prefix ending in * (and never PATH: programs are found with the server's PATH)", e)
 		}
 	}
+	if err := CheckTraceUIURL(n.TraceUIURL); err != nil {
+		bad("trace_ui_url", "%q: %v", n.TraceUIURL, err)
+	}
 	if !n.HTTPAuth() && !n.InsecureHTTP && !IsLoopback(n.HTTPAddr) {
 		bad("http_addr", "%q listens beyond loopback without token auth, so anyone who reaches it could trigger and suspend jobs: "+
 			"set --http-operate-tokens-file and/or --http-read-tokens-file (SHARDCRON_HTTP_OPERATE_TOKENS_FILE, ...), "+
@@ -366,4 +375,27 @@ func (n Node) EgressPrefixes() (deny, allow []netip.Prefix) {
 		return out
 	}
 	return parse(n.EgressDeny), parse(n.EgressAllow)
+}
+
+// TraceID is what {trace_id} stands for in TraceUIURL.
+const TraceID = "{trace_id}"
+
+// CheckTraceUIURL checks a trace UI URL template: "" (no links), or an
+// absolute http or https URL holding {trace_id}, which stays a URL with a
+// trace id in its place.
+func CheckTraceUIURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	if !strings.Contains(s, TraceID) {
+		return fmt.Errorf("holds no %s to stand for the trace id (such as https://jaeger.example/trace/%s)", TraceID, TraceID)
+	}
+	u, err := url.Parse(strings.ReplaceAll(s, TraceID, "0af7651916cd43dd8448eb211c80319c"))
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an absolute http:// or https:// URL")
+	}
+	return nil
 }

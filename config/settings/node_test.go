@@ -186,6 +186,9 @@ func TestNodeValidate(t *testing.T) {
 		{func(n *Node) { n.HTTPAddr = "[::]:8080" }, `listens beyond loopback without token auth`},
 		{func(n *Node) { n.HTTPAddr = "shardcron.example:8080" }, `listens beyond loopback without token auth`},
 		{func(n *Node) { n.ExecAllow = []string{"bin/"} }, `field "exec_allow": "bin/": a directory entry must be an absolute path`},
+		{func(n *Node) { n.TraceUIURL = "https://jaeger.example/trace/" }, `field "trace_ui_url": "https://jaeger.example/trace/": holds no {trace_id}`},
+		{func(n *Node) { n.TraceUIURL = "jaeger/trace/{trace_id}" }, `want an absolute http:// or https:// URL`},
+		{func(n *Node) { n.TraceUIURL = "javascript:alert({trace_id})" }, `want an absolute http:// or https:// URL`},
 	}
 	for _, tc := range tests {
 		n := ok
@@ -270,6 +273,7 @@ egress_deny: [127.0.0.0/8, "::1"]
 egress_allow: [169.254.169.254]
 exec_env_allow: [LANG, LC_*]
 advertise_addr: node-1.example:9090
+trace_ui_url: https://jaeger.example/trace/{trace_id}
 `)
 	n, err := LoadNodeFile(path)
 	if err != nil {
@@ -281,7 +285,7 @@ advertise_addr: node-1.example:9090
 		"/tls/http.pem", "/tls/http-key.pem", "/secrets/read-tokens", "/secrets/operate-tokens", []string{"healthz"}, false,
 		false, []string{"/usr/local/bin/", "/usr/bin/true"},
 		[]string{"127.0.0.0/8", "::1"}, []string{"169.254.169.254"}, []string{"LANG", "LC_*"},
-		"node-1.example:9090"}
+		"node-1.example:9090", "https://jaeger.example/trace/{trace_id}"}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("got  %+v\nwant %+v", n, want)
 	}

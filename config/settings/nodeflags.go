@@ -80,6 +80,7 @@ var nodeSettings = []setting{
 	{"egress_deny", "networks http jobs may not connect to, CIDRs or addresses, checked on the resolved address of every connection and redirect; added to the default 169.254.0.0/16, fe80::/10, fd00:ec2::254, 100.100.100.200, 0.0.0.0/8, :: (deny loopback with 127.0.0.0/8,::1)", func(n *Node) any { return &n.EgressDeny }, ServerOnly},
 	{"egress_allow", "networks http jobs may connect to although a deny covers them (the longest matching prefix decides; allow wins a tie)", func(n *Node) any { return &n.EgressAllow }, ServerOnly},
 	{"exec_env_allow", "variables exec jobs' env may set here: names, or prefixes ending in * (default: any but PATH; with --exec-allow, none that loads code such as LD_*, BASH_ENV, PYTHON*)", func(n *Node) any { return &n.ExecEnvAllow }, ServerOnly},
+	{"trace_ui_url", "URL of a run's trace in your trace UI, {trace_id} standing for its id (https://jaeger.example/trace/{trace_id}): the job page links trace ids there", func(n *Node) any { return &n.TraceUIURL }, ServerOnly},
 }
 
 // secretFiles pairs a secret setting with the setting naming a file that

@@ -1,0 +1,72 @@
+package replica
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/dashboard"
+	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
+)
+
+// JobDetail is one job as GET /api/v1/jobs/{name} and the job page show
+// it: its row of the jobs API, read afresh, with what only its own page
+// needs.
+type JobDetail struct {
+	JobView
+	// Kind names the target: http, exec or func.
+	Kind string `json:"kind"`
+	// Definition is the job as applied, defaults filled in, without its
+	// target and environment (config.Job.WithoutTarget); its suspend is
+	// the file's, as export shows it.
+	Definition config.Job `json:"definition"`
+	// NextFires are the job's next fires, at most NextFiresShown; empty
+	// when it will not fire (suspended, done).
+	NextFires []time.Time `json:"next_fires"`
+}
+
+// NextFiresShown is how many next fires a job's page lists.
+const NextFiresShown = 5
+
+// jobDetail serves GET /api/v1/jobs/{name} and the job page: the same
+// query as the jobs API's (readJobs), for the one job, straight from etcd
+// (one job is cheap; the page wants its newest runs, not a cached page).
+// A job this replica's job set lacks is not found without asking etcd.
+func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dashboard.JobFunc {
+	return func(ctx context.Context, name string) (any, bool, error) {
+		jobs := slices.DeleteFunc(sched.Jobs(), func(j scheduler.JobInfo) bool { return j.Name != name })
+		spec := r.jobSet.jobs()[name]
+		if len(jobs) == 0 || spec == nil {
+			return nil, false, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
+		defer cancel()
+		rows, _, err := readJobs(ctx, r.cli, r.ks, jobs, map[string]*config.Job{name: spec}, mgr.State().ShardSet,
+			dashboard.JobsQuery{Limit: 1, Shard: -1}, LastRunsShown)
+		if err != nil {
+			return nil, true, err
+		}
+		d := newJobDetail(rows[0], spec)
+		// As applied, like export: an override's suspend is in Suspended.
+		if set, ok := r.jobSet.effective(); ok {
+			if fs, held := set.FileSuspend[name]; held {
+				d.Definition.Suspend = fs
+			}
+		}
+		return d, true, nil
+	}
+}
+
+// newJobDetail adds spec's definition and next fires to the job's row.
+func newJobDetail(row JobView, spec *config.Job) JobDetail {
+	d := JobDetail{JobView: row, Kind: spec.Kind(), Definition: spec.WithoutTarget(), NextFires: []time.Time{}}
+	if row.Suspended || row.Done || row.Next.IsZero() || row.fires == nil {
+		return d
+	}
+	for t := row.Next; !t.IsZero() && len(d.NextFires) < NextFiresShown; t = row.fires.Next(t) {
+		d.NextFires = append(d.NextFires, t)
+	}
+	return d
+}
