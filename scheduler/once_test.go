@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -380,43 +379,6 @@ func TestRecordHistoryCrossesUpgrade(t *testing.T) {
 		}
 		if len(hist) < 2 || !hist[0].Tick.Equal(old[0].Tick) || hist[1].Detail != "HTTP 500" {
 			t.Errorf("history after the upgrade starts %+v, want the record's two entries first", hist)
-		}
-	})
-}
-
-// A catch-up decides every missed tick up to the instant of the takeover.
-// When the owner's clock then steps back and the job's schedule changes,
-// re-arming from the stepped-back now must not put in line, as ordinary
-// ticks, the ticks the catch-up still has to run: each ran twice under one
-// token (found by the simulator, seed 43390).
-func TestClockStepBackDoesNotRearmCaughtUpTicks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		var offset atomic.Int64
-		clock := func(c *Config) {
-			c.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-		}
-		j := jobIn(2, "stepped", "*/5 * * * * *")
-		j.Concurrency = config.ConcurrencyForbid
-		h := newHarness(t, clock, j)
-		defer h.stop()
-		h.runner.behave = work(4 * time.Second)
-		h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: t0.Add(-20 * time.Second)})
-		g, _ := h.grant(2, 9, nil)
-		h.s.Acquired(g) // catch-up: t0-15s .. t0, one at a time behind each other
-		time.Sleep(time.Second)
-		offset.Store(int64(-3 * time.Second))
-		every := j
-		every.Schedule = "* * * * * *"
-		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{every}})
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		seen := map[time.Time]bool{}
-		for _, tick := range ticksOf(h.runner.of(j.Name)) {
-			if seen[tick] {
-				t.Errorf("tick %v ran twice", tick)
-			}
-			seen[tick] = true
 		}
 	})
 }
