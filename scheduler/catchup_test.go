@@ -244,19 +244,29 @@ func TestClockStepBackDoesNotRearmCaughtUpTicks(t *testing.T) {
 		h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: t0.Add(-20 * time.Second)})
 		g, _ := h.grant(2, 9, nil)
 		h.s.Acquired(g) // catch-up: t0-15s .. t0, one at a time behind each other
-		time.Sleep(time.Second)
+		// The bubble's clock: the step and the edit come while the first
+		// caught-up run goes; then the catch-up and the ticks after it run.
+		sleepUntil(t0.Add(time.Second))
 		offset.Store(int64(-3 * time.Second))
 		every := j
 		every.Schedule = "* * * * * *"
 		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{every}})
-		time.Sleep(time.Minute)
+		sleepUntil(t0.Add(2 * time.Minute))
 		synctest.Wait()
-		seen := map[time.Time]bool{}
-		for _, tick := range ticksOf(h.runner.of(j.Name)) {
-			if seen[tick] {
-				t.Errorf("tick %v ran twice", tick)
+		got := secondsFrom(t0, ticksOf(h.runner.of(j.Name)))
+		seen := map[int]bool{}
+		for _, sec := range got {
+			if seen[sec] {
+				t.Errorf("tick t0%+ds ran twice", sec)
 			}
-			seen[tick] = true
+			seen[sec] = true
+		}
+		// Every missed tick ran, once: t0-15s, and t0-10s already in line,
+		// under the old schedule; then each second up to t0 under the new
+		// one; and the job went on after its catch-up.
+		want := []int{-15, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1, 0, 1}
+		if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+			t.Errorf("ran ticks (seconds from t0) %v, want them to start %v", got, want)
 		}
 	})
 }
