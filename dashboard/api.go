@@ -35,9 +35,13 @@ type Config struct {
 	// Trigger serves POST /api/v1/jobs/{name}/trigger (trigger.go); nil
 	// serves 404.
 	Trigger TriggerFunc
-	// Job serves GET /api/v1/jobs/{name} and the job page, /jobs/{name}
-	// (job.go); nil serves 404 at both.
+	// Job serves GET /api/v1/jobs/{name} (job.go); nil serves 404 there
+	// and at the job page.
 	Job JobFunc
+	// JobKnown says whether the cluster has a job by that name, from what
+	// the replica holds (no read of etcd): the job page, /jobs/{name},
+	// answers 404 by it, and its script reads the rest through Job.
+	JobKnown func(name string) bool
 	// TraceURL, when not "", links the job page's trace ids: a URL in
 	// which {trace_id} stands for the id (settings.CheckTraceUIURL).
 	TraceURL string
@@ -143,7 +147,7 @@ func newMux(cfg Config) (*routeMux, error) {
 	}
 	if cfg.Job != nil {
 		mux.HandleFunc("GET /api/v1/jobs/{name}", jobHandler(cfg.Job))
-		mux.HandleFunc("GET /jobs/{name}", jobPageHandler(cfg.Job, cfg.TraceURL))
+		mux.HandleFunc("GET /jobs/{name}", jobPageHandler(cfg.JobKnown, cfg.TraceURL))
 	}
 	if cfg.Changes != nil {
 		mux.Handle("GET /api/v1/events", newEvents(cfg.State, cfg.Changes, refused(cfg.Refused, RefusedStream)))

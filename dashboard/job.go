@@ -50,12 +50,13 @@ type jobPageData struct {
 }
 
 // jobPageHandler serves GET /jobs/{name}: 404 for a job the cluster does
-// not have; a job that exists but cannot be read now still gets its page,
-// which says why its details are missing.
-func jobPageHandler(job JobFunc, traceURL string) http.HandlerFunc {
+// not have (known, from the replica's job set; nil knows none); a job
+// that cannot be read now still gets its page, which says why its details
+// are missing.
+func jobPageHandler(known func(string) bool, traceURL string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		if _, found, err := job(r.Context(), name); !found && err == nil {
+		if known == nil || !known(name) {
 			http.Error(w, fmt.Sprintf("no job %q", name), http.StatusNotFound)
 			return
 		}

@@ -25,6 +25,7 @@ func jobServer(t *testing.T, traceURL string) *httptest.Server {
 			}
 			return nil, false, nil
 		},
+		JobKnown: func(job string) bool { return job == "sweep" || job == "away" },
 		TraceURL: traceURL,
 	})
 	if err != nil {

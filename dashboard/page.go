@@ -9,8 +9,9 @@ import (
 // works offline and behind any proxy: it draws the shard grid coloured by
 // owner, the members against the ideal share and the load bound, the
 // timeline of ownership changes with churn per minute, and the jobs table
-// a page at a time, each name linking to the job's page (job.go). It reads /api/v1/state once, then follows
-// /api/v1/events; the jobs table reads /api/v1/jobs on demand.
+// a page at a time, each name linking to the job's page (job.go). It
+// reads /api/v1/state once, then follows /api/v1/events; the jobs table
+// reads /api/v1/jobs on demand.
 //
 //go:embed page.html
 var page []byte

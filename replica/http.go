@@ -89,6 +89,7 @@ func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (htt
 		Suspend:  r.suspendRoute(),
 		Trigger:  r.triggerRoute(),
 		Job:      r.jobDetail(mgr, sched),
+		JobKnown: func(name string) bool { _, _, ok := r.knownJob(sched, name); return ok },
 		TraceURL: r.cfg.TraceUIURL,
 		Changes:  changeFeed(mgr),
 		Refused:  func(reason string) { r.refused.WithLabelValues(reason).Inc() },

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -36,11 +35,11 @@ const NextFiresShown = 5
 // A job this replica's job set lacks is not found without asking etcd.
 func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dashboard.JobFunc {
 	return func(ctx context.Context, name string) (any, bool, error) {
-		jobs := slices.DeleteFunc(sched.Jobs(), func(j scheduler.JobInfo) bool { return j.Name != name })
-		spec := r.jobSet.jobs()[name]
-		if len(jobs) == 0 || spec == nil {
+		info, spec, ok := r.knownJob(sched, name)
+		if !ok {
 			return nil, false, nil
 		}
+		jobs := []scheduler.JobInfo{info}
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 		defer cancel()
 		rows, _, err := readJobs(ctx, r.cli, r.ks, jobs, map[string]*config.Job{name: spec}, mgr.State().ShardSet,
@@ -69,4 +68,12 @@ func newJobDetail(row JobView, spec *config.Job) JobDetail {
 		d.NextFires = append(d.NextFires, t)
 	}
 	return d
+}
+
+// knownJob finds a job in the scheduler's table and the replica's job set,
+// without asking etcd; ok is false when either lacks it.
+func (r *Replica) knownJob(sched *scheduler.Scheduler, name string) (scheduler.JobInfo, *config.Job, bool) {
+	info, ok := sched.Job(name)
+	spec := r.jobSet.jobs()[name]
+	return info, spec, ok && spec != nil
 }

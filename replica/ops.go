@@ -23,12 +23,8 @@ import (
 // segments that do not decode go to bad.
 func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) dashboard.RunsFunc {
 	loc := func(_ context.Context, name string) (int, bool, error) {
-		for _, j := range sched.Jobs() {
-			if j.Name == name {
-				return j.Shard, true, nil
-			}
-		}
-		return 0, false, nil
+		j, ok := sched.Job(name)
+		return j.Shard, ok, nil
 	}
 	return func(ctx context.Context, name string, limit int) (any, bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)

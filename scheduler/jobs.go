@@ -155,13 +155,27 @@ func (s *Scheduler) Jobs() []JobInfo {
 	now := s.now()
 	out := make([]JobInfo, len(t.sorted))
 	for i, e := range t.sorted {
-		out[i] = JobInfo{
-			Name:      e.job.Name,
-			Shard:     e.shard,
-			Next:      e.nextAfter(now),
-			Owned:     s.owned[e.shard].Load(),
-			Suspended: e.job.Suspend,
-		}
+		out[i] = s.info(e, now)
 	}
 	return out
+}
+
+// Job returns what Jobs says of the one job named, without a copy of
+// every job; false if the job set has none by that name.
+func (s *Scheduler) Job(name string) (JobInfo, bool) {
+	t := s.table.Load()
+	if t == nil || t.byName[name] == nil {
+		return JobInfo{}, false
+	}
+	return s.info(t.byName[name], s.now()), true
+}
+
+func (s *Scheduler) info(e *jobEntry, now time.Time) JobInfo {
+	return JobInfo{
+		Name:      e.job.Name,
+		Shard:     e.shard,
+		Next:      e.nextAfter(now),
+		Owned:     s.owned[e.shard].Load(),
+		Suspended: e.job.Suspend,
+	}
 }
