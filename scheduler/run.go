@@ -265,8 +265,11 @@ func (s *Scheduler) runEnded(d runDone) {
 		}
 		// The policy is why it ended, whatever the Runner says of it (a
 		// run it turned away never began): history names it.
-		if c := d.cause.Error(); !strings.Contains(d.res.Detail, c) {
-			d.res.Detail = strings.TrimSuffix(c+": "+d.res.Detail, ": ")
+		switch c := d.cause.Error(); {
+		case d.res.Detail == "":
+			d.res.Detail = c
+		case !strings.Contains(d.res.Detail, c):
+			d.res.Detail = c + ": " + d.res.Detail
 		}
 	}
 	s.recordEnd(d, status, record)
