@@ -41,6 +41,12 @@ type ApplyOptions struct {
 	Now func() time.Time
 	// Logger receives garbage-collection warnings. Default: discard.
 	Logger *slog.Logger
+	// Shards, when set, writes the set in format 2, a part per shard of a
+	// cluster of that many shards, copy-on-write: the apply writes only the
+	// parts of shards whose jobs changed. Zero writes format 1, which every
+	// release reads: give Shards only when every member of the cluster
+	// reads format 2 (shard.MemberInfo.JobSetFormat).
+	Shards int
 	// ReplaceCorrupt lets Apply replace a current set that fails its checks
 	// (ErrCorrupt: edited by hand, chunks deleted), treating every job as
 	// new (Since = now). Without it such an Apply fails, so that Since is
@@ -58,6 +64,9 @@ func DefaultApplyOptions() ApplyOptions {
 func (o ApplyOptions) Validate() error {
 	if o.ChunkBytes != 0 && (o.ChunkBytes < 4<<10 || o.ChunkBytes > maxChunkBytes) {
 		return fmt.Errorf("%w: ChunkBytes %d: must be between 4 KiB and %d", ErrInvalidConfig, o.ChunkBytes, maxChunkBytes)
+	}
+	if o.Shards < 0 || o.Shards > keyspace.MaxShards {
+		return fmt.Errorf("%w: Shards %d: must be between 0 and %d", ErrInvalidConfig, o.Shards, keyspace.MaxShards)
 	}
 	return nil
 }
@@ -85,8 +94,12 @@ type Result struct {
 	Applied bool
 	// Diff is what changed from the previous set.
 	Diff Diff
-	// Chunks and Bytes are the new version's chunk count and stored
-	// (compressed) size.
+	// Format is the new version's format (Format or 1).
+	Format int
+	// Parts, Chunks and Bytes are what the apply wrote: the new version's
+	// parts (format 2), chunks and stored (compressed) size. A format 2
+	// apply writes only the parts of the shards whose jobs changed.
+	Parts  int
 	Chunks int
 	Bytes  int64
 	// GCErr is the error of the garbage collection that follows a
@@ -112,7 +125,7 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 	if err := checkNames(jobs); err != nil {
 		return Diff{}, err
 	}
-	cur, p, err := loadCurrent(ctx, cli, ks)
+	cur, p, err := loadCurrent(ctx, cli, ks, nil)
 	if err != nil {
 		return Diff{}, err
 	}
@@ -186,7 +199,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if err := checkNames(jobs); err != nil {
 		return Result{}, err
 	}
-	cur, p, err := loadCurrent(ctx, cli, ks)
+	cur, p, err := loadCurrent(ctx, cli, ks, nil)
 	if errors.Is(err, ErrCorrupt) && opts.ReplaceCorrupt && p.modRev != 0 {
 		opts.Logger.Warn("replacing a corrupt job set; every job counts as new", "version", p.Version, "err", err)
 		cur, err = config.JobSet{Version: p.Version}, nil
@@ -201,15 +214,11 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if onlyIfEmpty && p.modRev != 0 {
 		return Result{Version: cur.Version, Diff: diff}, fmt.Errorf("%w: version %d is current", ErrConflict, cur.Version)
 	}
-	if diff.Empty() && (p.modRev != 0 || len(jobs) == 0) {
+	if diff.Empty() && (p.modRev != 0 || len(jobs) == 0) && p.sameLayout(opts.Shards) {
 		return Result{Version: cur.Version, Diff: diff}, nil
 	}
 
 	next := withSince(cur.Jobs, jobs, opts.Now())
-	enc, err := encodeSet(next, opts.ChunkBytes)
-	if err != nil {
-		return Result{}, err
-	}
 	// The version is the revision of a write made after reading the
 	// pointer: unique, and larger than every version flipped before that
 	// read, which is what lets garbage collection delete every lower one.
@@ -218,10 +227,11 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, fmt.Errorf("jobstore: reserve a version: %w", err)
 	}
 	version := seq.Header.Revision
-	if err := writeChunks(ctx, cli, ks, version, enc.chunks); err != nil {
-		return Result{}, fmt.Errorf("jobstore: write version %d (left for the next apply to collect): %w", version, err)
+	np, res, err := writeVersion(ctx, cli, ks, next, version, p, opts)
+	if err != nil {
+		return Result{}, err
 	}
-	np := pointer{Format: Format, Version: version, Chunks: len(enc.chunks), Jobs: len(next), Digest: enc.digest, Bytes: enc.bytes, AppliedAt: opts.Now().UTC()}
+	np.AppliedAt = opts.Now().UTC()
 	pv, err := json.Marshal(np)
 	if err != nil {
 		return Result{}, fmt.Errorf("jobstore: encode pointer: %w", err)
@@ -246,8 +256,8 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		}
 		return Result{}, fmt.Errorf("%w: version %d was read as current and replaced before version %d could flip", ErrConflict, cur.Version, version)
 	}
-	res := Result{Version: version, Applied: true, Diff: diff, Chunks: len(enc.chunks), Bytes: enc.bytes}
-	res.GCErr = collect(ctx, cli, ks, version, flip.Header.Revision, next, opts)
+	res.Version, res.Applied, res.Diff = version, true, diff
+	res.GCErr = collect(ctx, cli, ks, np, flip.Header.Revision, next, opts)
 	if res.GCErr != nil {
 		opts.Logger.Warn("job set garbage collection incomplete; the next apply retries", "version", version, "err", res.GCErr)
 	}
@@ -282,10 +292,46 @@ func withSince(current, next []config.Job, now time.Time) []config.Job {
 	return out
 }
 
+// writeVersion writes the chunks of version holding next, in format 2 when
+// opts.Shards is set (only the parts that differ from those of prev),
+// else in format 1, and returns its pointer (to flip to) and what it wrote.
+func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job, version int64, prev pointer, opts ApplyOptions) (pointer, Result, error) {
+	var (
+		np     pointer
+		res    Result
+		writes []kv
+	)
+	if opts.Shards > 0 {
+		plan, err := planParts(ks, next, opts.Shards, opts.ChunkBytes, version, prev)
+		if err != nil {
+			return pointer{}, Result{}, err
+		}
+		np, writes = partsPointer(version, opts.Shards, plan.parts), plan.write
+		res = Result{Format: 2, Parts: plan.written, Chunks: plan.chunks, Bytes: plan.bytes}
+	} else {
+		enc, err := encodeSet(next, opts.ChunkBytes, 1)
+		if err == nil {
+			err = enc.compress()
+		}
+		if err != nil {
+			return pointer{}, Result{}, err
+		}
+		np = pointer{Format: 1, Version: version, Chunks: len(enc.chunks), Jobs: len(next), Digest: enc.digest, Bytes: enc.bytes}
+		for i, c := range enc.chunks {
+			writes = append(writes, kv{ks.JobChunk(version, i), c})
+		}
+		res = Result{Format: 1, Chunks: len(enc.chunks), Bytes: enc.bytes}
+	}
+	if err := writeChunks(ctx, cli, writes); err != nil {
+		return pointer{}, Result{}, fmt.Errorf("jobstore: write version %d (left for the next apply to collect): %w", version, err)
+	}
+	return np, res, nil
+}
+
 // writeChunks writes a version's chunks, several to a transaction within
 // etcd's limits. Chunk keys are new (the version is unique), so no
 // comparison is needed.
-func writeChunks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version int64, chunks [][]byte) error {
+func writeChunks(ctx context.Context, cli *clientv3.Client, chunks []kv) error {
 	var (
 		ops   []clientv3.Op
 		bytes int
@@ -298,15 +344,14 @@ func writeChunks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, v
 		ops, bytes = ops[:0], 0
 		return err
 	}
-	for i, c := range chunks {
-		key := ks.JobChunk(version, i)
-		if len(ops) == maxTxnOps || (len(ops) > 0 && bytes+len(key)+len(c) > maxTxnBytes) {
+	for _, c := range chunks {
+		if len(ops) == maxTxnOps || (len(ops) > 0 && bytes+len(c.key)+len(c.val) > maxTxnBytes) {
 			if err := commit(); err != nil {
 				return err
 			}
 		}
-		ops = append(ops, clientv3.OpPut(key, string(c)))
-		bytes += len(key) + len(c)
+		ops = append(ops, clientv3.OpPut(c.key, string(c.val)))
+		bytes += len(c.key) + len(c.val)
 	}
 	return commit()
 }

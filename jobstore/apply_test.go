@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -191,16 +192,16 @@ func TestLoadRefusesNewerFormatAndCorruption(t *testing.T) {
 	}
 	orig := string(resp.Kvs[0].Value)
 
-	newer := strings.Replace(orig, `"format":1`, `"format":2`, 1)
+	newer := strings.Replace(orig, `"format":1`, `"format":3`, 1)
 	if _, err := cli.Put(ctx, ks.JobsCurrent(), newer); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Load(ctx, cli, ks)
-	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format 2") {
-		t.Fatalf("Load of format 2 = %v, want ErrFormat naming it", err)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format 3") {
+		t.Fatalf("Load of format 3 = %v, want ErrFormat naming it", err)
 	}
 	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{}); !errors.Is(err, ErrFormat) {
-		t.Fatalf("Apply over format 2 = %v, want ErrFormat", err)
+		t.Fatalf("Apply over format 3 = %v, want ErrFormat", err)
 	}
 
 	bad := strings.Replace(orig, `"jobs":10`, `"jobs":11`, 1)
@@ -228,15 +229,21 @@ func TestLoadRefusesNewerFormatAndCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{ReplaceCorrupt: true}); !errors.Is(err, ErrFormat) {
-		t.Fatalf("Apply with ReplaceCorrupt over format 2 = %v, want ErrFormat", err)
+		t.Fatalf("Apply with ReplaceCorrupt over format 3 = %v, want ErrFormat", err)
 	}
 }
 
 func TestConcurrentAppliesOneWins(t *testing.T) {
+	for _, shards := range []int{0, 16} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { concurrentAppliesOneWins(t, ApplyOptions{Shards: shards}) })
+	}
+}
+
+func concurrentAppliesOneWins(t *testing.T, opts ApplyOptions) {
 	s := etcdtest.Start(t)
 	ks := keyspace.New("race")
 	a, b := s.Client(t), s.Client(t)
-	mustApply(t, a, ks, jobs(0, 100, 0), ApplyOptions{})
+	mustApply(t, a, ks, jobs(0, 100, 0), opts)
 
 	// Both applies read the pointer and write their chunks before either
 	// flips.
@@ -251,7 +258,7 @@ func TestConcurrentAppliesOneWins(t *testing.T) {
 	results := make(chan out, 2)
 	for i, cli := range []*clientv3.Client{a, b} {
 		go func() {
-			res, err := Apply(testCtx(t, time.Minute), cli, ks, jobs(0, 100, i+1), ApplyOptions{})
+			res, err := Apply(testCtx(t, time.Minute), cli, ks, jobs(0, 100, i+1), opts)
 			results <- out{res, err}
 		}()
 	}
@@ -278,14 +285,20 @@ func TestConcurrentAppliesOneWins(t *testing.T) {
 }
 
 func TestCrashedApplyOrphanCollectedByNextApply(t *testing.T) {
+	for _, shards := range []int{0, 16} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { crashedApplyOrphanCollected(t, ApplyOptions{Shards: shards}) })
+	}
+}
+
+func crashedApplyOrphanCollected(t *testing.T, opts ApplyOptions) {
 	cli := etcdtest.Start(t).Client(t)
 	ks := keyspace.New("crash")
-	v1 := mustApply(t, cli, ks, jobs(0, 50, 1), ApplyOptions{})
+	v1 := mustApply(t, cli, ks, jobs(0, 50, 1), opts)
 
 	// An apply that dies after writing its chunks, before its flip.
 	ctx, cancel := contextWithCancel(t)
 	testHookBeforeFlip = cancel
-	_, err := Apply(ctx, cli, ks, jobs(0, 50, 2), ApplyOptions{})
+	_, err := Apply(ctx, cli, ks, jobs(0, 50, 2), opts)
 	testHookBeforeFlip = nil
 	if err == nil {
 		t.Fatal("the crashed apply succeeded")
@@ -296,7 +309,7 @@ func TestCrashedApplyOrphanCollectedByNextApply(t *testing.T) {
 	if mustLoad(t, cli, ks).Version != v1.Version {
 		t.Fatal("the crashed apply changed the current set")
 	}
-	v3 := mustApply(t, cli, ks, jobs(0, 50, 3), ApplyOptions{})
+	v3 := mustApply(t, cli, ks, jobs(0, 50, 3), opts)
 	wantVersions(t, cli, ks, v3.Version)
 }
 

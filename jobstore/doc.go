@@ -5,17 +5,36 @@
 //
 //	jobs/seq                         written once per apply; the revision of
 //	                                 that write is the new set's version
-//	jobs/sets/<version>/<chunk>      immutable chunks of one version: gzip'd
-//	                                 JSON {"format":1,"jobs":[...]}, each at
-//	                                 most ApplyOptions.ChunkBytes uncompressed
+//	jobs/sets/<version>/<chunk>      format 1: immutable chunks of one
+//	                                 version: gzip'd JSON {"format":1,
+//	                                 "jobs":[...]}, each at most
+//	                                 ApplyOptions.ChunkBytes uncompressed
+//	jobs/sets/<version>/<shard>.<c>  format 2: chunk c of one shard's part
+//	                                 (its jobs by name), written by the apply
+//	                                 of that version and named again by
+//	                                 later pointers while they are unchanged
 //	jobs/current                     the pointer: {format, version, chunks,
-//	                                 jobs, digest}
+//	                                 jobs, digest}; format 2 adds shards and
+//	                                 parts [{s, v, c, j, b, d}]
 //	jobs/overrides/<job>             the job's override (suspend, resume):
 //	                                 {format, suspended, changed, resumed,
 //	                                 job_since}; apply never writes it
 //
 // Replicas watch one range, jobs/current and jobs/overrides/
-// (keyspace.JobsWatchEnd), never the chunks.
+// (keyspace.JobsWatchEnd), never the chunks. A watcher keeps the parts it
+// decoded and reads only those a new pointer names anew (parts.go).
+//
+// # Formats and upgrades
+//
+// Format 2 makes an apply cost what changed: a one-job edit writes one
+// part and the pointer. Apply writes it only when its caller passes the
+// shard count (ApplyOptions.Shards), which `shardcron apply` does when
+// every member key says it reads format 2; otherwise format 1. A replica of
+// an earlier release reads only format 1 and refuses a format 2 pointer
+// (ErrFormat), keeping its last set; so during a rolling upgrade applies
+// write format 1, and after a downgrade the next apply (by this release's
+// CLI, which sees the older members) rewrites the set in format 1 even when
+// no job changed.
 //
 // # Overrides
 //
@@ -56,7 +75,10 @@
 //     other flip happened since that read. Hence a version below the current
 //     one that is not current will never become current, and garbage
 //     collection deletes every version below the one it just flipped to,
-//     including the orphans of failed or crashed applies.
+//     including the orphans of failed or crashed applies. In format 2 it
+//     deletes every key of a lower version that the new pointer does not
+//     name: a later pointer names only parts of this one or of its own
+//     version.
 //   - Each job keeps Since (when its name was first applied) for as long as
 //     its name stays in the set; a job that is removed and added again gets
 //     a new Since.

@@ -10,14 +10,19 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
 )
 
-// Format is the version of the job set encoding this binary writes and the
-// newest it reads.
-const Format = 1
+// Format is the newest job set encoding this binary reads and writes.
+// Format 1 stores a version as one run of chunks; format 2 stores it as a
+// part per shard, copy-on-write (parts.go). Apply writes format 2 only when
+// told the cluster's shard count (ApplyOptions.Shards), which its caller
+// gives only when every member reads format 2: a replica of an earlier
+// release refuses a format 2 pointer (ErrFormat) and keeps its last set.
+const Format = 2
 
 // maxChunkDecoded bounds a chunk's decompressed size on read, far above
 // any chunk this package writes, so a damaged value cannot exhaust memory.
@@ -32,6 +37,10 @@ type pointer struct {
 	Digest    string    `json:"digest"` // "sha256:<hex>" of the uncompressed chunks, in order
 	Bytes     int64     `json:"bytes"`  // stored (compressed) bytes of all chunks
 	AppliedAt time.Time `json:"applied_at"`
+	// Shards and Parts (format 2): the cluster's shard count the jobs were
+	// grouped by, and the part of each shard that has jobs, in shard order.
+	Shards int       `json:"shards,omitempty"`
+	Parts  []partRef `json:"parts,omitempty"`
 
 	modRev  int64 // the pointer key's ModRevision; 0 when absent
 	readRev int64 // the revision the pointer was read at
@@ -56,27 +65,34 @@ func decodePointer(v []byte) (pointer, error) {
 	if p.Version <= 0 || p.Chunks < 0 || p.Jobs < 0 {
 		return pointer{}, fmt.Errorf("%w: pointer %+v", ErrCorrupt, p)
 	}
+	if err := p.checkParts(); err != nil {
+		return pointer{}, fmt.Errorf("%w: pointer: %v", ErrCorrupt, err)
+	}
 	return p, nil
 }
 
 // encoded is a job set ready to be written: its compressed chunks and the
 // pointer fields that describe them.
 type encoded struct {
+	raw    [][]byte // uncompressed, until compress
 	chunks [][]byte
-	digest string
+	digest string // digestString of the uncompressed chunks
+	short  string // partDigest of the same
 	bytes  int64
 }
 
 // encodeSet splits jobs into chunks of at most chunkBytes of JSON each
 // (before compression), so that a chunk fits one etcd request whatever it
-// compresses to.
-func encodeSet(jobs []config.Job, chunkBytes int) (encoded, error) {
+// compresses to. Each chunk says format; a format 1 set says 1, so that a
+// replica of an earlier release reads it. The chunks stay uncompressed
+// until compress: a part whose digest shows it unchanged never is.
+func encodeSet(jobs []config.Job, chunkBytes, format int) (encoded, error) {
 	var (
 		out  encoded
 		sum  = sha256.New()
 		buf  bytes.Buffer
 		n    int
-		head = []byte(fmt.Sprintf(`{"format":%d,"jobs":[`, Format))
+		head = []byte(fmt.Sprintf(`{"format":%d,"jobs":[`, format))
 		tail = []byte(`]}`)
 	)
 	flush := func() error {
@@ -85,12 +101,7 @@ func encodeSet(jobs []config.Job, chunkBytes int) (encoded, error) {
 		}
 		buf.Write(tail)
 		sum.Write(buf.Bytes())
-		z, err := compress(buf.Bytes())
-		if err != nil {
-			return err
-		}
-		out.chunks = append(out.chunks, z)
-		out.bytes += int64(len(z))
+		out.raw = append(out.raw, bytes.Clone(buf.Bytes()))
 		buf.Reset()
 		n = 0
 		return nil
@@ -119,18 +130,39 @@ func encodeSet(jobs []config.Job, chunkBytes int) (encoded, error) {
 	if err := flush(); err != nil {
 		return encoded{}, err
 	}
-	out.digest = digestString(sum)
+	out.digest, out.short = digestString(sum), partDigest(sum)
 	return out, nil
+}
+
+// compress compresses the chunks encodeSet made.
+func (e *encoded) compress() error {
+	for _, r := range e.raw {
+		z, err := compress(r)
+		if err != nil {
+			return err
+		}
+		e.chunks = append(e.chunks, z)
+		e.bytes += int64(len(z))
+	}
+	e.raw = nil
+	return nil
 }
 
 func digestString(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
+// gzipWriters keeps compressors from one chunk to the next: a new one
+// allocates its tables (most of a megabyte), and an apply of a format 2
+// set may write a part for each of thousands of shards.
+var gzipWriters = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: never fails
+	return w
+}}
+
 func compress(b []byte) ([]byte, error) {
 	var z bytes.Buffer
-	w, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
+	w := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(w)
+	w.Reset(&z)
 	if _, err := w.Write(b); err != nil {
 		return nil, err
 	}
@@ -140,10 +172,11 @@ func compress(b []byte) ([]byte, error) {
 	return z.Bytes(), nil
 }
 
-// chunkReader decodes a version's chunks in order and checks them against
-// the pointer when done.
+// chunkReader decodes a version's chunks (or a part's) in order and checks
+// them against the pointer (or the part's ref) when done.
 type chunkReader struct {
 	p    pointer
+	part *partRef // nil: a format 1 version
 	sum  hash.Hash
 	next int
 	jobs []config.Job
@@ -153,21 +186,36 @@ func newChunkReader(p pointer) *chunkReader {
 	return &chunkReader{p: p, sum: sha256.New(), jobs: make([]config.Job, 0, p.Jobs)}
 }
 
+// newPartReader reads the part r names; the messages name the part.
+func newPartReader(r partRef) *chunkReader {
+	c := newChunkReader(pointer{Version: r.Version, Chunks: r.Chunks, Jobs: r.Jobs, Digest: r.Digest})
+	c.part = &r
+	return c
+}
+
+// what names what is read, for messages.
+func (r *chunkReader) what() string {
+	if r.part != nil {
+		return fmt.Sprintf("version %d part of shard %d", r.part.Version, r.part.Shard)
+	}
+	return fmt.Sprintf("version %d", r.p.Version)
+}
+
 func (r *chunkReader) add(index int, v []byte) error {
 	if index != r.next {
-		return fmt.Errorf("%w: version %d: chunk %d missing", ErrCorrupt, r.p.Version, r.next)
+		return fmt.Errorf("%w: %s: chunk %d missing", ErrCorrupt, r.what(), r.next)
 	}
 	r.next++
 	zr, err := gzip.NewReader(bytes.NewReader(v))
 	if err != nil {
-		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
+		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
 	raw, err := io.ReadAll(io.LimitReader(zr, maxChunkDecoded+1))
 	if err == nil && len(raw) > maxChunkDecoded {
 		err = errors.New("decompressed chunk too large")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
+		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
 	// One pass decodes the format and the jobs; the format is checked
 	// first, and a chunk that does not decode is told apart as newer
@@ -186,10 +234,10 @@ func (r *chunkReader) add(index int, v []byte) error {
 		}
 	}
 	if c.Format > Format {
-		return fmt.Errorf("%w: version %d chunk %d has format %d, this binary knows up to %d", ErrFormat, r.p.Version, index, c.Format, Format)
+		return fmt.Errorf("%w: %s chunk %d has format %d, this binary knows up to %d", ErrFormat, r.what(), index, c.Format, Format)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: version %d chunk %d: %v", ErrCorrupt, r.p.Version, index, err)
+		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
 	r.sum.Write(raw)
 	r.jobs = append(r.jobs, c.Jobs...)
@@ -198,13 +246,17 @@ func (r *chunkReader) add(index int, v []byte) error {
 
 func (r *chunkReader) finish() (config.JobSet, error) {
 	if r.next != r.p.Chunks {
-		return config.JobSet{}, fmt.Errorf("%w: version %d: %d of %d chunks found", ErrCorrupt, r.p.Version, r.next, r.p.Chunks)
+		return config.JobSet{}, fmt.Errorf("%w: %s: %d of %d chunks found", ErrCorrupt, r.what(), r.next, r.p.Chunks)
 	}
 	if len(r.jobs) != r.p.Jobs {
-		return config.JobSet{}, fmt.Errorf("%w: version %d: %d jobs, pointer says %d", ErrCorrupt, r.p.Version, len(r.jobs), r.p.Jobs)
+		return config.JobSet{}, fmt.Errorf("%w: %s: %d jobs, pointer says %d", ErrCorrupt, r.what(), len(r.jobs), r.p.Jobs)
 	}
-	if d := digestString(r.sum); d != r.p.Digest {
-		return config.JobSet{}, fmt.Errorf("%w: version %d: digest %s, pointer says %s", ErrCorrupt, r.p.Version, d, r.p.Digest)
+	d := digestString(r.sum)
+	if r.part != nil {
+		d = partDigest(r.sum)
+	}
+	if d != r.p.Digest {
+		return config.JobSet{}, fmt.Errorf("%w: %s: digest %s, pointer says %s", ErrCorrupt, r.what(), d, r.p.Digest)
 	}
 	return config.JobSet{Version: r.p.Version, Jobs: r.jobs}, nil
 }

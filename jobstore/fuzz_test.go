@@ -12,7 +12,10 @@ import (
 // a set they return matches its pointer's job count. The kept corpus is
 // testdata/fuzz/FuzzDecodeChunk; `make fuzz` explores for a bounded time.
 func FuzzDecodeChunk(f *testing.F) {
-	enc, err := encodeSet([]config.Job{{Name: "a", Schedule: "@every 1s"}, {Name: "b", Schedule: "* * * * *"}}, 1<<20)
+	enc, err := encodeSet([]config.Job{{Name: "a", Schedule: "@every 1s"}, {Name: "b", Schedule: "* * * * *"}}, 1<<20, 1)
+	if err == nil {
+		err = enc.compress()
+	}
 	if err != nil {
 		f.Fatal(err)
 	}

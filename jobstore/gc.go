@@ -18,13 +18,18 @@ const ticksPerScan = 10000
 // it deletes every lower version, then the checkpoint records and the run
 // history of the jobs that are no longer in next, found by keys-only scans
 // of ticks/ and runs/, and the overrides of those jobs.
-func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, version, flipRev int64, next []config.Job, opts ApplyOptions) error {
-	// Versions are zero-padded, so one range covers every lower one: the
-	// superseded sets and the orphans of failed or crashed applies, none of
-	// which can ever become current (doc.go). Readers of an old version read
-	// at its revision, so deleting it does not disturb them.
-	if _, err := cli.Delete(ctx, ks.JobSets(), clientv3.WithRange(ks.JobSet(version))); err != nil {
-		return fmt.Errorf("jobstore: delete versions below %d: %w", version, err)
+func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, flipRev int64, next []config.Job, opts ApplyOptions) error {
+	if p.Format >= 2 {
+		if err := collectParts(ctx, cli, ks, p); err != nil {
+			return err
+		}
+	} else if _, err := cli.Delete(ctx, ks.JobSets(), clientv3.WithRange(ks.JobSet(p.Version))); err != nil {
+		// Versions are zero-padded, so one range covers every lower one:
+		// the superseded sets and the orphans of failed or crashed
+		// applies, none of which can ever become current (doc.go).
+		// Readers of an old version read at its revision, so deleting it
+		// does not disturb them.
+		return fmt.Errorf("jobstore: delete versions below %d: %w", p.Version, err)
 	}
 	// Always a scan, never by the names this apply removed: a lagging
 	// owner may have re-created the record of a job an earlier apply

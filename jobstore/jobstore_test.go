@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,8 +80,7 @@ func versions(t testing.TB, cli *clientv3.Client, ks keyspace.Space) []string {
 	}
 	var out []string
 	for _, kv := range resp.Kvs {
-		v := string(kv.Key)[len(ks.JobSets()):]
-		v = v[:len(v)-len("/000000")]
+		v, _, _ := strings.Cut(string(kv.Key)[len(ks.JobSets()):], "/")
 		if len(out) == 0 || out[len(out)-1] != v {
 			out = append(out, v)
 		}

@@ -32,14 +32,14 @@ var testHookAfterPointer func()
 // exactly one applied version. A cluster without a job set returns an empty
 // set with Version 0. Data in a newer format fails with ErrFormat.
 func Load(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, error) {
-	set, _, err := loadCurrent(ctx, cli, ks)
+	set, _, err := loadCurrent(ctx, cli, ks, nil)
 	return set, err
 }
 
 // loadCurrent is Load that also returns the pointer it followed (modRev 0
 // when there is none), which Apply compare-and-swaps on, and the revision
 // it was read at, which Watch starts from.
-func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, pointer, error) {
+func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache partCache) (config.JobSet, pointer, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := cli.Get(ctx, ks.JobsCurrent())
 		if err != nil {
@@ -56,7 +56,7 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (
 		if testHookAfterPointer != nil {
 			testHookAfterPointer()
 		}
-		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision) // on error, p still says what was current
+		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision, cache) // on error, p still says what was current
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
 			// pointer may be current by now, so start again from it.
@@ -66,9 +66,14 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (
 	}
 }
 
-// readVersion reads the chunks of p's version as of revision rev, at which
-// p is known to be the pointer (or to have been written, for a watch event).
-func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64) (config.JobSet, error) {
+// readVersion reads the set p points to as of revision rev, at which p is
+// known to be the pointer (or to have been written, for a watch event). A
+// format 2 set takes the parts cache holds already (readParts).
+func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache) (config.JobSet, error) {
+	if p.Format >= 2 {
+		return readParts(ctx, cli, ks, p, rev, cache)
+	}
+	clear(cache)
 	r := newChunkReader(p)
 	prefix := ks.JobSet(p.Version)
 	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)

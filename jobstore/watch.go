@@ -118,8 +118,9 @@ type delivered struct {
 // delivered last, and the last usable applied set (nil until one was
 // read), which a bad pointer leaves in force.
 type watchState struct {
-	last delivered
-	good *config.JobSet
+	last  delivered
+	good  *config.JobSet
+	parts partCache // the parts of good (format 2), so a change reads only its own
 }
 
 // running is the version the caller keeps (-1: none yet).
@@ -135,7 +136,10 @@ func (s *watchState) running() int64 {
 // watch range until the watch fails; it always returns an error (ctx's
 // when done).
 func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), st *watchState, cfg *watchConfig) error {
-	base, p, err := loadCurrent(ctx, cli, ks)
+	if st.parts == nil {
+		st.parts = partCache{}
+	}
+	base, p, err := loadCurrent(ctx, cli, ks, st.parts)
 	switch {
 	case unusable(err) && p.readRev != 0:
 		cfg.reportBad(ks, p, st.running(), err) // and watch on from here for a good one
@@ -227,7 +231,7 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 	if ptr == nil {
 		return rev, changed, nil
 	}
-	set, ok, err := readPointer(ctx, cli, ks, ptr.Kv, st.running(), cfg)
+	set, ok, err := readPointer(ctx, cli, ks, ptr.Kv, st, cfg)
 	if !ok || err != nil {
 		return rev, changed, err
 	}
@@ -239,7 +243,8 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 // (and returns !ok for) a pointer or set this binary cannot use, a pointer
 // moved back, and the version running rewritten in place (read only to
 // check it: no apply does that).
-func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, kv *mvccpb.KeyValue, running int64, cfg *watchConfig) (config.JobSet, bool, error) {
+func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, kv *mvccpb.KeyValue, st *watchState, cfg *watchConfig) (config.JobSet, bool, error) {
+	running := st.running()
 	np, err := decodePointer(kv.Value)
 	np.modRev = kv.ModRevision
 	if err != nil {
@@ -251,7 +256,7 @@ func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, k
 		cfg.reportBad(ks, np, running, fmt.Errorf("%w: pointer moved back to version %d", ErrCorrupt, np.Version))
 		return config.JobSet{}, false, nil
 	}
-	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision)
+	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision, st.parts)
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return set, false, errRelist

@@ -130,6 +130,18 @@ func (s Space) JobChunk(version int64, chunk int) string {
 	return fmt.Sprintf("%s%06d", s.JobSet(version), chunk)
 }
 
+// JobParts is the prefix of the chunks of one shard's part of a job set
+// version (format 2): a version holds parts only for the shards whose jobs
+// changed in the apply that wrote it.
+func (s Space) JobParts(version int64, shard int) string {
+	return s.JobSet(version) + pad(shard) + "."
+}
+
+// JobPart is one chunk of a shard's part of a job set version.
+func (s Space) JobPart(version int64, shard, chunk int) string {
+	return fmt.Sprintf("%s%04d", s.JobParts(version, shard), chunk)
+}
+
 // TickFromKey returns the shard and job name of a job's checkpoint record
 // key; it reports false for the _released marker and any other key.
 func (s Space) TickFromKey(key string) (shard int, job string, ok bool) {

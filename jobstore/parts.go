@@ -1,0 +1,302 @@
+package jobstore
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// Format 2 (doc.go "Layout"): a version is a part per shard that has jobs,
+// each the shard's jobs in name order, in chunks like a format 1 set. A
+// part is written once, by the apply whose version it carries, and later
+// pointers name it for as long as its shard's jobs stay the same: an apply
+// writes only the parts of the shards whose jobs changed, and a reader
+// that kept a part reads it again only when its pointer names another.
+
+// partRef is one shard's part as a format 2 pointer names it.
+type partRef struct {
+	Shard   int    `json:"s"`
+	Version int64  `json:"v"` // the version whose apply wrote it
+	Chunks  int    `json:"c"`
+	Jobs    int    `json:"j"`
+	Bytes   int64  `json:"b"` // stored (compressed)
+	Digest  string `json:"d"` // partDigest of its uncompressed chunks
+}
+
+// partDigest is the first 128 bits of a part's SHA-256: a pointer names up
+// to one part per shard, so its digests are kept short.
+func partDigest(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16]) }
+
+// setDigest is a format 2 pointer's digest, over its parts' digests in
+// order: a part named with another digest fails it.
+func setDigest(parts []partRef) string {
+	h := sha256.New()
+	for _, r := range parts {
+		h.Write([]byte(r.Digest))
+	}
+	return digestString(h)
+}
+
+// partsPointer is the format 2 pointer of version naming parts.
+func partsPointer(version int64, shards int, parts []partRef) pointer {
+	p := pointer{Format: 2, Version: version, Shards: shards, Parts: parts, Digest: setDigest(parts)}
+	for _, r := range parts {
+		p.Chunks, p.Jobs, p.Bytes = p.Chunks+r.Chunks, p.Jobs+r.Jobs, p.Bytes+r.Bytes
+	}
+	return p
+}
+
+// sameLayout reports whether an apply with ApplyOptions.Shards shards
+// would write p's format and grouping, so an unchanged set need not be
+// written again. An empty cluster has every layout.
+func (p pointer) sameLayout(shards int) bool {
+	if p.modRev == 0 {
+		return true
+	}
+	if shards == 0 {
+		return p.Format == 1
+	}
+	return p.Format == 2 && p.Shards == shards
+}
+
+// checkParts checks what a pointer says of its parts against itself.
+func (p pointer) checkParts() error {
+	if p.Format < 2 {
+		if p.Shards != 0 || len(p.Parts) != 0 {
+			return fmt.Errorf("format %d with parts", p.Format)
+		}
+		return nil
+	}
+	if p.Shards <= 0 {
+		return fmt.Errorf("format %d without a shard count", p.Format)
+	}
+	chunks, jobs, prev := 0, 0, -1
+	for _, r := range p.Parts {
+		if r.Shard <= prev || r.Shard >= p.Shards || r.Version <= 0 || r.Version > p.Version || r.Chunks <= 0 || r.Jobs <= 0 || r.Bytes <= 0 {
+			return fmt.Errorf("part %+v out of order or out of range", r)
+		}
+		prev, chunks, jobs = r.Shard, chunks+r.Chunks, jobs+r.Jobs
+	}
+	if chunks != p.Chunks || jobs != p.Jobs {
+		return fmt.Errorf("parts hold %d chunks and %d jobs, the pointer says %d and %d", chunks, jobs, p.Chunks, p.Jobs)
+	}
+	if d := setDigest(p.Parts); d != p.Digest {
+		return fmt.Errorf("digest %s, its parts make %s", p.Digest, d)
+	}
+	return nil
+}
+
+// kv is one key to write.
+type kv struct {
+	key string
+	val []byte
+}
+
+// partPlan is a format 2 version to write: the pointer's parts, and the
+// chunks of the parts new in this version.
+type partPlan struct {
+	parts   []partRef
+	write   []kv
+	written int   // parts new in this version
+	chunks  int   // their chunks
+	bytes   int64 // their stored bytes
+}
+
+// planParts groups jobs by shard (sorting them in place by shard, then
+// name) and encodes every group; a group that encodes to the part prev
+// names for its shard is named again, the others are written at version.
+func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
+	// Sorted by small keys, then moved once: jobs are large structs.
+	type key struct {
+		shard int
+		name  string
+		i     int
+	}
+	keys := make([]key, len(jobs))
+	for i := range jobs {
+		keys[i] = key{keyspace.ShardOf(jobs[i].Name, shards), jobs[i].Name, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.shard, b.shard), strings.Compare(a.name, b.name)) })
+	sorted := make([]config.Job, len(jobs))
+	for k, x := range keys {
+		sorted[k] = jobs[x.i]
+	}
+	copy(jobs, sorted)
+	shardOf := func(k int) int { return keys[k].shard }
+	old := map[int]partRef{}
+	if prev.Format >= 2 && prev.Shards == shards {
+		for _, r := range prev.Parts {
+			old[r.Shard] = r
+		}
+	}
+	var plan partPlan
+	for lo := 0; lo < len(jobs); {
+		s := shardOf(lo)
+		hi := lo + 1
+		for hi < len(jobs) && shardOf(hi) == s {
+			hi++
+		}
+		enc, err := encodeSet(jobs[lo:hi], chunkBytes, 2)
+		if err != nil {
+			return partPlan{}, err
+		}
+		ref := partRef{Shard: s, Version: version, Chunks: len(enc.raw), Jobs: hi - lo, Digest: enc.short}
+		if o, ok := old[s]; ok && o.Digest == ref.Digest && o.Jobs == ref.Jobs && o.Chunks == ref.Chunks {
+			ref = o
+		} else {
+			if err := enc.compress(); err != nil {
+				return partPlan{}, err
+			}
+			ref.Bytes = enc.bytes
+			for c, z := range enc.chunks {
+				plan.write = append(plan.write, kv{ks.JobPart(version, s, c), z})
+			}
+			plan.written++
+			plan.chunks += len(enc.chunks)
+			plan.bytes += enc.bytes
+		}
+		plan.parts = append(plan.parts, ref)
+		lo = hi
+	}
+	return plan, nil
+}
+
+// partCache is what a watcher keeps of the parts it read, by shard.
+type partCache map[int]cachedPart
+
+type cachedPart struct {
+	ref  partRef
+	jobs []config.Job
+}
+
+// testHookPartsRead, when set, is told how many parts each read asks for.
+var testHookPartsRead func(n int)
+
+// partsPerRead and partBytesPerRead bound one transaction of part reads.
+const (
+	partsPerRead     = 64
+	partBytesPerRead = 8 << 20
+)
+
+// readParts reads the set of a format 2 pointer as of revision rev. Parts
+// that cache holds under the same ref are taken from it, not read; cache,
+// when not nil, then holds exactly p's parts. The jobs come in shard, then
+// name order.
+func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache) (config.JobSet, error) {
+	got := make(map[int][]config.Job, len(p.Parts))
+	var todo []partRef
+	for _, r := range p.Parts {
+		if c, ok := cache[r.Shard]; ok && c.ref == r {
+			got[r.Shard] = c.jobs
+		} else {
+			todo = append(todo, r)
+		}
+	}
+	for len(todo) > 0 {
+		n, size := 0, int64(0)
+		for n < len(todo) && n < partsPerRead && (n == 0 || size+todo[n].Bytes <= partBytesPerRead) {
+			size += todo[n].Bytes
+			n++
+		}
+		if err := readPartBatch(ctx, cli, ks, todo[:n], rev, got); err != nil {
+			return config.JobSet{}, err
+		}
+		todo = todo[n:]
+	}
+	jobs := make([]config.Job, 0, p.Jobs)
+	for _, r := range p.Parts {
+		jobs = append(jobs, got[r.Shard]...)
+	}
+	if cache != nil {
+		clear(cache)
+		for _, r := range p.Parts {
+			cache[r.Shard] = cachedPart{ref: r, jobs: got[r.Shard]}
+		}
+	}
+	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
+}
+
+// readPartBatch reads refs' chunks in one transaction at revision rev and
+// checks each part against its ref.
+func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []partRef, rev int64, got map[int][]config.Job) error {
+	if testHookPartsRead != nil {
+		testHookPartsRead(len(refs))
+	}
+	ops := make([]clientv3.Op, len(refs))
+	for i, r := range refs {
+		ops[i] = clientv3.OpGet(ks.JobParts(r.Version, r.Shard), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	}
+	resp, err := cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("jobstore: read %d parts at revision %d: %w", len(refs), rev, err)
+	}
+	for i, r := range refs {
+		prefix := ks.JobParts(r.Version, r.Shard)
+		cr := newPartReader(r)
+		for _, kv := range resp.Responses[i].GetResponseRange().GetKvs() {
+			index, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), prefix))
+			if err != nil {
+				return fmt.Errorf("%w: unexpected key %q", ErrCorrupt, kv.Key)
+			}
+			if err := cr.add(index, kv.Value); err != nil {
+				return err
+			}
+		}
+		set, err := cr.finish()
+		if err != nil {
+			return err
+		}
+		got[r.Shard] = set.Jobs
+	}
+	return nil
+}
+
+// collectParts deletes every key of the versions below p's that p does not
+// name: superseded parts, format 1 chunks, and the orphans of failed or
+// crashed applies. A pointer flipped after p names only parts p names or
+// parts of its own, newer version (its apply read p), so nothing a later
+// pointer needs is deleted, however late this runs.
+func collectParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer) error {
+	keep := make(map[string]bool, len(p.Parts))
+	for _, r := range p.Parts {
+		keep[ks.JobParts(r.Version, r.Shard)] = true
+	}
+	from, end := ks.JobSets(), ks.JobSet(p.Version)
+	var errs []error
+	for {
+		resp, err := cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(1000))
+		if err != nil {
+			return errors.Join(append(errs, fmt.Errorf("jobstore: list versions below %d: %w", p.Version, err))...)
+		}
+		var ops []clientv3.Op
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			if i := strings.LastIndexByte(k, '.'); i < 0 || !keep[k[:i+1]] {
+				ops = append(ops, clientv3.OpDelete(k))
+			}
+		}
+		for len(ops) > 0 {
+			n := min(len(ops), maxTxnOps)
+			if _, err := cli.Txn(ctx).Then(ops[:n]...).Commit(); err != nil {
+				errs = append(errs, fmt.Errorf("jobstore: delete superseded parts: %w", err))
+			}
+			ops = ops[n:]
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return errors.Join(errs...)
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
