@@ -34,6 +34,10 @@ type Config struct {
 	// Version is this build's version, published in the member key.
 	// Optional.
 	Version string
+	// JobSetFormat is the newest job set format this build reads
+	// (jobstore.Format), published in the member key: an apply writes a
+	// format only when every member reads it. Optional (0: format 1).
+	JobSetFormat int
 	// Lease configures the node's session (TTL, margin, ...).
 	Lease lease.Config
 	// DrainTimeout bounds Handler.Drain for a shard that is released

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/jobstore"
@@ -17,6 +19,8 @@ func exportJobs(ctx context.Context, ec *etcdClient, format string) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
+	// A format 2 set comes in shard order; a file reads better by name.
+	slices.SortFunc(eff.Jobs, func(a, b config.Job) int { return strings.Compare(a.Name, b.Name) })
 	notes := map[string]string{}
 	for i := range eff.Jobs {
 		j := &eff.Jobs[i]

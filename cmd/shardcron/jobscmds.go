@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // stdinName labels standard input (-f -) in error messages.
@@ -159,8 +161,10 @@ type applyResult struct {
 	Applied bool          `json:"applied"`
 	Version int64         `json:"version"`
 	Jobs    int           `json:"jobs"`
-	Chunks  int           `json:"chunks,omitempty"`
-	Bytes   int64         `json:"bytes,omitempty"`
+	Format  int           `json:"format,omitempty"` // of the version written
+	Parts   int           `json:"parts,omitempty"`  // parts written (format 2)
+	Chunks  int           `json:"chunks,omitempty"` // chunks written
+	Bytes   int64         `json:"bytes,omitempty"`  // bytes written
 	Diff    jobstore.Diff `json:"diff"`
 	GCError string        `json:"gc_error,omitempty"`
 }
@@ -205,14 +209,19 @@ would change and writes nothing.`,
 		} else {
 			// Removed jobs' records are found by a keys-only scan of
 			// ticks/, which also repairs what an interrupted apply left.
-			r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt})
+			shards, err := jobSetShards(ctx, ec)
+			if err != nil {
+				return err
+			}
+			r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards})
 			if errors.Is(err, jobstore.ErrCorrupt) {
 				return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
 			}
 			if err != nil {
 				return err
 			}
-			res.Applied, res.Version, res.Chunks, res.Bytes, res.Diff = r.Applied, r.Version, r.Chunks, r.Bytes, r.Diff
+			res.Applied, res.Version, res.Diff = r.Applied, r.Version, r.Diff
+			res.Format, res.Parts, res.Chunks, res.Bytes = r.Format, r.Parts, r.Chunks, r.Bytes
 			if r.GCErr != nil {
 				res.GCError = r.GCErr.Error()
 				fmt.Fprintf(c.ErrOrStderr(), "warning: garbage collection of the old version is incomplete (the next apply retries): %v\n", r.GCErr)
@@ -226,7 +235,7 @@ would change and writes nothing.`,
 			case !res.Applied:
 				fmt.Fprintf(w, "unchanged: the cluster already runs this job set (version %d)\n%s", res.Version, keptLines(res.Diff))
 			default:
-				fmt.Fprintf(w, "applied version %d (%d jobs, %d chunks, %d bytes):\n%s\n", res.Version, res.Jobs, res.Chunks, res.Bytes, res.Diff)
+				fmt.Fprintf(w, "applied version %d (%d jobs; %s):\n%s\n", res.Version, res.Jobs, written(res), res.Diff)
 			}
 			return nil
 		})
@@ -237,6 +246,37 @@ would change and writes nothing.`,
 	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
+}
+
+// written says what an apply wrote.
+func written(r applyResult) string {
+	if r.Format >= 2 {
+		return fmt.Sprintf("wrote %d changed parts, %d chunks, %d bytes", r.Parts, r.Chunks, r.Bytes)
+	}
+	return fmt.Sprintf("wrote %d chunks, %d bytes, format 1 for members of an earlier release", r.Chunks, r.Bytes)
+}
+
+// jobSetShards is jobstore.ApplyOptions.Shards for the cluster as it
+// stands: its shard count when every member reads job set format 2, so an
+// apply writes only the parts that changed; 0 (format 1, which every
+// release reads) while a member of an earlier release runs, or when none
+// runs, since a replica that starts later may be of any release.
+func jobSetShards(ctx context.Context, ec *etcdClient) (int, error) {
+	st, err := shard.ReadState(ctx, ec.cli, ec.ks)
+	switch {
+	case errors.Is(err, shard.ErrNoMeta):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(st.Members) == 0:
+		return 0, nil
+	}
+	for _, m := range st.Members {
+		if m.JobSetFormat < 2 {
+			return 0, nil
+		}
+	}
+	return st.Shards, nil
 }
 
 // keptLines lists the jobs an override keeps suspended, for an apply that

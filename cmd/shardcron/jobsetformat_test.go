@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
+)
+
+// apply writes the job set format every member reads: format 1 before any
+// member runs and while one of an earlier release does (whose member key
+// names no job set format), format 2 (only the changed shard's part) once
+// every member reads it; the server runs each set it is given.
+func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
+	etcd := etcdtest.StartProcess(t)
+	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=formats"}
+	set := func(name, every string) string {
+		return writeFile(t, name, "jobs:\n"+
+			"  - {name: alpha, schedule: \""+every+"\", exec: {command: [\"true\"]}}\n"+
+			"  - {name: beta, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n")
+	}
+	apply := func(file string, wantFormat, wantParts int) {
+		t.Helper()
+		out, stderr, code := runCLI(t, env, "apply", "-f", file, "-o", "json")
+		var r applyResult
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.Applied || r.Format != wantFormat || r.Parts != wantParts {
+			t.Fatalf("apply %s: exit %d, want format %d and %d parts written\n%s%s", file, code, wantFormat, wantParts, out, stderr)
+		}
+	}
+	apply(set("v1.yaml", "*/10 * * * * *"), 1, 0) // no member yet
+
+	srv := startProc(t, "server", "server", "--cluster", "formats", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
+		"--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "16")
+	addr := srv.HTTPAddr(30 * time.Second)
+	runs := func(every string) {
+		t.Helper()
+		var body string
+		if _, err := poll.UntilEvery(procEvery, 30*time.Second, poll.True(func() bool {
+			body = httpGet(t, addr, "/api/v1/jobs/alpha")
+			return strings.Contains(body, `"schedule": "`+every+`"`)
+		})); err != nil {
+			t.Fatalf("the server does not run alpha on %s within 30 s: /api/v1/jobs/alpha says\n%s", every, body)
+		}
+	}
+	runs("*/10 * * * * *")
+	shardsWithJobs := 2
+	if keyspace.ShardOf("alpha", 16) == keyspace.ShardOf("beta", 16) {
+		shardsWithJobs = 1
+	}
+	apply(set("v2.yaml", "*/20 * * * * *"), 2, shardsWithJobs) // the first format 2 version writes every shard's part...
+	runs("*/20 * * * * *")
+	apply(set("v3.yaml", "*/30 * * * * *"), 2, 1) // ...later ones only the changed shard's
+	runs("*/30 * * * * *")
+
+	// A member of an earlier release joins: format 1 again, which it reads.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint()}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	old := keyspace.New("formats").Member("earlier-release")
+	if _, err := cli.Put(ctx, old, `{"node":"earlier-release","started":"2026-12-01T00:00:00Z","format":1}`); err != nil {
+		t.Fatal(err)
+	}
+	apply(set("v4.yaml", "*/40 * * * * *"), 1, 0)
+	runs("*/40 * * * * *")
+	if _, err := cli.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+}
