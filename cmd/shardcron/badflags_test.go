@@ -53,6 +53,7 @@ var badValues = map[string][]string{
 	"http-tls-cert":            {"/nonexistent/http.pem"},
 	"http-tls-key":             {"/nonexistent/http-key.pem"},
 	"jobs":                     {"/nonexistent/jobs.yaml"},
+	"job-set-format":           {"3", "auto2"},
 	"lease-margin":             {"6s"},
 	"lease-ttl":                {"1s", "2500ms"},
 	"limit":                    {"-1"},

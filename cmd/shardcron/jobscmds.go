@@ -175,6 +175,7 @@ func newApplyCmd() *cobra.Command {
 		file           string
 		dryRun         bool
 		replaceCorrupt bool
+		setFormat      string
 	)
 	c := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -184,13 +185,21 @@ with it in one step: replicas see either the old set or the new one, never a
 mix. A job keeps its history while its name stays. Nothing is written when
 the file has any error. A job suspended with 'shardcron suspend' stays
 suspended whatever the file says; the output lists it. --dry-run prints what
-would change and writes nothing.`,
+would change and writes nothing.
+
+Once every member reads job set format 2, the set is stored a part per
+shard and an apply writes only the parts whose jobs changed; while a member
+of an earlier release is up it is stored in format 1, which every release
+reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if err := o.check(); err != nil {
 			return err
+		}
+		if !slices.Contains([]string{"auto", "1", "2"}, setFormat) {
+			return usageError{fmt.Errorf("--job-set-format %q: want auto, 1 or 2", setFormat)}
 		}
 		jobs, err := loadJobs(c, file)
 		if err != nil {
@@ -209,7 +218,7 @@ would change and writes nothing.`,
 		} else {
 			// Removed jobs' records are found by a keys-only scan of
 			// ticks/, which also repairs what an interrupted apply left.
-			shards, err := jobSetShards(ctx, ec)
+			shards, err := jobSetShards(ctx, ec, setFormat)
 			if err != nil {
 				return err
 			}
@@ -243,6 +252,7 @@ would change and writes nothing.`,
 	f.bind(c)
 	c.Flags().StringVarP(&file, "file", "f", "", "jobs file (required; - for standard input)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change; write nothing")
+	c.Flags().StringVar(&setFormat, "job-set-format", "auto", "how the set is stored: auto (2 once every member reads it, else 1), 1 (every release reads it: write it before a downgrade), or 2 (refused while a member reads only 1)")
 	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
@@ -256,27 +266,38 @@ func written(r applyResult) string {
 	return fmt.Sprintf("wrote %d chunks, %d bytes, format 1 for members of an earlier release", r.Chunks, r.Bytes)
 }
 
-// jobSetShards is jobstore.ApplyOptions.Shards for the cluster as it
-// stands: its shard count when every member reads job set format 2, so an
-// apply writes only the parts that changed; 0 (format 1, which every
-// release reads) while a member of an earlier release runs, or when none
-// runs, since a replica that starts later may be of any release.
-func jobSetShards(ctx context.Context, ec *etcdClient) (int, error) {
+// jobSetShards is jobstore.ApplyOptions.Shards for --job-set-format as the
+// cluster stands. auto: its shard count when every member reads job set
+// format 2, so an apply writes only the parts that changed; 0 (format 1,
+// which every release reads) while a member of an earlier release runs,
+// or when none runs, since a replica that starts later may be of any
+// release. "1" is always 0; "2" is refused where auto would write 1.
+func jobSetShards(ctx context.Context, ec *etcdClient, format string) (int, error) {
+	if format == "1" {
+		return 0, nil
+	}
 	st, err := shard.ReadState(ctx, ec.cli, ec.ks)
+	var why string
 	switch {
 	case errors.Is(err, shard.ErrNoMeta):
-		return 0, nil
+		why = "the cluster has never run a replica"
 	case err != nil:
 		return 0, err
 	case len(st.Members) == 0:
-		return 0, nil
+		why = "no replica is up, and one of any release may start"
 	}
 	for _, m := range st.Members {
-		if m.JobSetFormat < 2 {
-			return 0, nil
+		if m.JobSetFormat < 2 && why == "" {
+			why = fmt.Sprintf("member %s reads only format 1", m.Node)
 		}
 	}
-	return st.Shards, nil
+	switch {
+	case why == "":
+		return st.Shards, nil
+	case format == "2":
+		return 0, fmt.Errorf("--job-set-format 2: %s", why)
+	}
+	return 0, nil
 }
 
 // keptLines lists the jobs an override keeps suspended, for an apply that

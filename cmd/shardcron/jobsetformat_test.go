@@ -26,9 +26,9 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 			"  - {name: alpha, schedule: \""+every+"\", exec: {command: [\"true\"]}}\n"+
 			"  - {name: beta, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n")
 	}
-	apply := func(file string, wantFormat, wantParts int) {
+	apply := func(file string, wantFormat, wantParts int, flags ...string) {
 		t.Helper()
-		out, stderr, code := runCLI(t, env, "apply", "-f", file, "-o", "json")
+		out, stderr, code := runCLI(t, env, append([]string{"apply", "-f", file, "-o", "json"}, flags...)...)
 		var r applyResult
 		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.Applied || r.Format != wantFormat || r.Parts != wantParts {
 			t.Fatalf("apply %s: exit %d, want format %d and %d parts written\n%s%s", file, code, wantFormat, wantParts, out, stderr)
@@ -58,6 +58,9 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 	runs("*/20 * * * * *")
 	apply(set("v3.yaml", "*/30 * * * * *"), 2, 1) // ...later ones only the changed shard's
 	runs("*/30 * * * * *")
+	// Before a downgrade: format 1 on request, even for an unchanged set.
+	apply(set("v3.yaml", "*/30 * * * * *"), 1, 0, "--job-set-format", "1")
+	runs("*/30 * * * * *")
 
 	// A member of an earlier release joins: format 1 again, which it reads.
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint()}, DialTimeout: 10 * time.Second})
@@ -70,6 +73,9 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 	old := keyspace.New("formats").Member("earlier-release")
 	if _, err := cli.Put(ctx, old, `{"node":"earlier-release","started":"2026-12-01T00:00:00Z","format":1}`); err != nil {
 		t.Fatal(err)
+	}
+	if out, stderr, code := runCLI(t, env, "apply", "-f", set("v4.yaml", "*/40 * * * * *"), "--job-set-format", "2"); code == 0 || !strings.Contains(stderr, "earlier-release reads only format 1") {
+		t.Fatalf("apply --job-set-format 2 beside an earlier release: exit %d, want a refusal naming the member\n%s%s", code, out, stderr)
 	}
 	apply(set("v4.yaml", "*/40 * * * * *"), 1, 0)
 	runs("*/40 * * * * *")
