@@ -253,8 +253,8 @@ func (c *cluster) shardsOf(node string) []int {
 }
 
 // applyJobs writes the suite's jobs file and applies it from a one-shot
-// container of the current image on etcd's network.
-func (c *cluster) applyJobs() {
+// container of the current image on etcd's network, with apply's flags.
+func (c *cluster) applyJobs(flags ...string) {
 	c.t.Helper()
 	var b strings.Builder
 	b.WriteString("jobs:\n")
@@ -269,8 +269,9 @@ func (c *cluster) applyJobs() {
 		c.t.Fatal(err)
 	}
 	name := c.prefix + "-apply"
-	mustDocker(c.t, "create", "--name", name, "--network", c.etcdNet, "--label", label+"="+c.prefix, c.image,
-		"apply", "-f", "/tmp/jobs.yaml", "--cluster", clusterName, "--etcd-endpoints", c.endpoints)
+	args := []string{"create", "--name", name, "--network", c.etcdNet, "--label", label + "=" + c.prefix, c.image,
+		"apply", "-f", "/tmp/jobs.yaml", "--cluster", clusterName, "--etcd-endpoints", c.endpoints}
+	mustDocker(c.t, append(args, flags...)...)
 	mustDocker(c.t, "cp", path, name+":/tmp/jobs.yaml")
 	out, err := docker("start", "-a", name)
 	if err != nil {

@@ -116,7 +116,10 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 
 // 8. Rolling upgrade: every replica, one at a time, to the image of the
 // last landed main (Makefile's E2E_OLD_COMMIT), then back to the current
-// image. The record, marker and history formats must hold both ways.
+// image. The record, marker and history formats must hold both ways. The
+// job set is rewritten in format 1 first, as UPGRADING.md says to before a
+// downgrade (the earlier release reads only format 1), and in format 2
+// again once every replica runs the current image.
 //
 // One repeat is the earlier release's own: when the drain timeout (3 s here)
 // was shorter than the 5 s kill grace, its drain cut short at once every run
@@ -128,6 +131,7 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 	old := image(t, "SHARDCRON_E2E_OLD_IMAGE")
 	c.waitStable("before the rolling upgrade")
+	c.applyJobs("--job-set-format", "1")
 	from := nextTick(0)
 	var versions []string
 	type stopping struct {
@@ -159,6 +163,7 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 		}
 		versions = append(versions, fmt.Sprintf("%s %v", img, vs))
 	}
+	c.applyJobs() // every member reads format 2 again
 	r := c.verify(from, settledTo(), func(first, repeat fire) bool {
 		for _, s := range oldStops {
 			if repeat.Rerun && first.Node == s.node && !first.At.Before(s.from) && !first.At.After(s.to) {
