@@ -108,6 +108,10 @@ type Job struct {
 	// that answer with data the history's readers must not see. Nil, the
 	// default: kept (up to the runner's bound).
 	KeepOutput *bool `yaml:"keep_output,omitempty" json:"keep_output,omitempty"`
+	// Notify sends a webhook when the job fails, recovers or skips a tick
+	// (docs/notifications.md). Nil, the default: the file's
+	// defaults.notify, else no notifications.
+	Notify *Notify `yaml:"notify,omitempty" json:"notify,omitempty"`
 
 	// Since is when a job of this name was first applied to the cluster; a
 	// new owner never runs ticks before it. Set by the job store, not the file.
@@ -267,10 +271,11 @@ func (j *Job) Kind() string {
 }
 
 // WithoutTarget is the job as the HTTP API shows it: without its target
-// (URL, headers, body, command) and environment, the fields where secrets
-// or references to them live, and which no API shows (docs/security.md).
-// Kind, read before, still names the target.
+// (URL, headers, body, command), environment and notification webhook,
+// the fields where secrets or references to them live, and which no API
+// shows (docs/security.md). Kind, read before, still names the target.
 func (j Job) WithoutTarget() Job {
 	j.HTTP, j.Exec, j.Env = nil, nil, nil
+	j.Notify = j.Notify.withoutSecrets()
 	return j
 }

@@ -16,7 +16,7 @@ const (
 )
 
 var (
-	jobFields   = []string{"name", "schedule", "timezone", "at", "start_at", "end_at", "max_runs", "jitter", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output"}
+	jobFields   = []string{"name", "schedule", "timezone", "at", "start_at", "end_at", "max_runs", "jitter", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output", "notify"}
 	httpFields  = []string{"url", "method", "headers", "body", "expect_status", "follow_redirects"}
 	execFields  = []string{"command", "dir"}
 	retryFields = []string{"attempts", "backoff"}
@@ -67,11 +67,16 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 		return nil, c.err()
 	}
 	var items []*yaml.Node
+	var defNode *yaml.Node
 	found := false
 	top := &decoder{}
 	top.mapping(root, "", false, func(key string, k, v *yaml.Node) {
+		if key == "defaults" {
+			defNode = v
+			return
+		}
 		if key != "jobs" {
-			top.unknown(k, key, []string{"jobs"})
+			top.unknown(k, key, []string{"jobs", "defaults"})
 			return
 		}
 		found = true
@@ -91,6 +96,7 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	for _, e := range top.errs {
 		c.add(e)
 	}
+	defs := parseDefaults(c, defNode)
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
@@ -111,6 +117,9 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 					d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: msg, Err: cause})
 				}
 			})
+			if j.Notify == nil {
+				j.Notify = defs.Notify.clone() // checked once, as defaults.notify
+			}
 			if j.Func != "" && o.HasFunc != nil && !o.HasFunc(j.Func) && !d.failedUnder("func") {
 				d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
 			}
@@ -210,6 +219,8 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			if b, ok := d.boolean(v, key); ok {
 				j.KeepOutput = &b
 			}
+		case "notify":
+			j.Notify = d.notify(v, key)
 		default:
 			d.unknown(k, key, jobFields)
 		}

@@ -175,6 +175,7 @@ func jobsSchema(t *testing.T) ([]byte, *schemaGen) {
 		}},
 	}
 	g.defs["Job"] = job
+	defaults := g.schema(reflect.TypeFor[*Defaults]())
 	s := map[string]any{
 		"$schema":              "https://json-schema.org/draft/2020-12/schema",
 		"$id":                  "https://shardcron.dev/schemas/jobs.schema.json",
@@ -185,7 +186,7 @@ func jobsSchema(t *testing.T) ([]byte, *schemaGen) {
 		"required":             []string{"jobs"},
 		"properties": map[string]any{"jobs": map[string]any{
 			"type": "array", "maxItems": MaxJobs, "items": map[string]any{"$ref": "#/$defs/Job"},
-		}},
+		}, "defaults": defaults},
 		"$defs": g.defs,
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -199,7 +200,8 @@ func TestJobsSchema(t *testing.T) {
 	got, g := jobsSchema(t)
 	// The strict decoder's field lists and the types must agree, or the
 	// schema would describe a file the parser refuses.
-	for typ, known := range map[string][]string{"Job": jobFields, "HTTPTarget": httpFields, "ExecTarget": execFields} {
+	for typ, known := range map[string][]string{"Job": jobFields, "HTTPTarget": httpFields, "ExecTarget": execFields,
+		"Notify": notifyFields, "Webhook": webhookFields, "Defaults": defaultsFields} {
 		if !slices.Equal(g.fields[typ], known) {
 			t.Errorf("%s: yaml fields %v, the decoder knows %v", typ, g.fields[typ], known)
 		}
@@ -243,7 +245,9 @@ func TestJobsSchemaAcceptsWhatParsesAndRejectsTypos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	every := `jobs:
+	every := `defaults:
+  notify: {on: [failure, recovery, skipped], after: 2, webhook: {url: "http://hooks/", headers: {X-A: b}, secret: "${SHARDCRON_JOB_HOOK}"}}
+jobs:
   - name: a.b-c_1
     schedule: "*/10 * * * * *"
     timezone: Europe/Berlin
@@ -257,6 +261,7 @@ func TestJobsSchemaAcceptsWhatParsesAndRejectsTypos(t *testing.T) {
     end_at: "2026-12-31T00:00:00+01:00"
     max_runs: 3
     jitter: 5s
+    notify: {after: 3, webhook: {url: "http://hooks/"}}
   - {name: e, schedule: "@every 1m", exec: {command: [/bin/true], dir: /tmp}, env: {K: v}}
   - {name: once, at: 2026-12-24T18:00:00Z, exec: {command: [/bin/true]}}
 `
@@ -268,6 +273,7 @@ func TestJobsSchemaAcceptsWhatParsesAndRejectsTypos(t *testing.T) {
 		{"every field", every, true},
 		{"typo", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, misfre: skip}\n", false},
 		{"two targets", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, func: f}\n", false},
+		{"bad notify kind", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, notify: {on: [paged], webhook: {url: \"http://h/\"}}}\n", false},
 		{"bad enum", "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [x]}, misfire: sometimes}\n", false},
 		{"schedule and at", "jobs:\n  - {name: a, schedule: \"@every 1m\", at: 2026-12-24T18:00:00Z, exec: {command: [x]}}\n", false},
 		{"neither schedule nor at", "jobs:\n  - {name: a, exec: {command: [x]}}\n", false},

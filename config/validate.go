@@ -79,6 +79,7 @@ func (j *Job) SetDefaults() {
 	if j.Retries != nil && j.Retries.Backoff == 0 {
 		j.Retries.Backoff = Duration(DefaultBackoff)
 	}
+	j.Notify.setDefaults()
 }
 
 // Validate checks a job whose defaults are set (SetDefaults), as ParseJobs
@@ -152,6 +153,7 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 	}
 
 	validatePolicy(j, bad)
+	validateNotify(j.Notify, "notify", report)
 	if len(j.Env) > 0 && j.Exec == nil {
 		bad("env", "is passed only to exec jobs")
 	}
