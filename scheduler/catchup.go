@@ -165,7 +165,7 @@ func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
 	}
 	// Catch-up's ranges are undecided by construction, even where a claim
 	// ahead of a later tick has moved rec.hi past them.
-	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count})
+	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count, note: skipNote(rec, e)})
 	rec.hi = later(rec.hi, e.Tick)
 	s.markDirty(rec, false)
 	s.recordSkip(rec, e)

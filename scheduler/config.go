@@ -64,6 +64,12 @@ type Config struct {
 	// Tracer opens a span for each run and each attempt (nil: runs are not
 	// traced). See trace.go.
 	Tracer Tracer
+	// Notifier sends the notifications jobs ask for (config.Notify). Nil:
+	// none is sent; each decided one is counted as dropped.
+	Notifier Notifier
+	// NotifyTimeout bounds the sending of one notification (default
+	// DefaultNotifyTimeout, 10 s).
+	NotifyTimeout time.Duration
 }
 
 // DefaultConfig returns a Config with every default set; Cluster, Node and
@@ -75,6 +81,7 @@ func DefaultConfig() Config {
 		HistoryFlush:      DefaultHistoryFlush,
 		ClaimAhead:        DefaultClaimAhead,
 		ContactWindow:     DefaultContactWindow,
+		NotifyTimeout:     DefaultNotifyTimeout,
 	}
 }
 
@@ -94,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ContactWindow == 0 {
 		c.ContactWindow = DefaultContactWindow
+	}
+	if c.NotifyTimeout == 0 {
+		c.NotifyTimeout = DefaultNotifyTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -121,6 +131,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: HistoryLen %d < 1", ErrInvalidConfig, c.HistoryLen)
 	case c.HistoryFlush < 0:
 		return fmt.Errorf("%w: HistoryFlush %v < 0", ErrInvalidConfig, c.HistoryFlush)
+	case c.NotifyTimeout < 0:
+		return fmt.Errorf("%w: NotifyTimeout %v < 0", ErrInvalidConfig, c.NotifyTimeout)
 	case c.ContactWindow < 0:
 		return fmt.Errorf("%w: ContactWindow %v < 0", ErrInvalidConfig, c.ContactWindow)
 	case c.ClaimAhead < 0 || c.ClaimAhead > MaxClaimAhead:

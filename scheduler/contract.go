@@ -276,3 +276,39 @@ type Loader interface {
 	// no longer holds the shard, or ErrUnknown on an RPC error.
 	Load(ctx context.Context, shard int, token int64, job string) (Stored, error)
 }
+
+// Notification is one decided notification of a job (config.Notify), as
+// handed to a Notifier. (Cluster, Job.Name, Tick, Kind) is its
+// idempotency key: no two notifications share it, and a repeat of one
+// (Rerun) keeps it.
+type Notification struct {
+	Cluster string
+	Node    string
+	Job     config.Job
+	Tick    time.Time
+	Kind    config.NotifyKind
+	// Status, Detail and Attempts are the outcome that decided it: the
+	// run's, or skipped and why.
+	Status   Status
+	Detail   string
+	Attempts int
+	// Failures is how many runs in a row had failed when it was decided:
+	// for a recovery, the failures it ends.
+	Failures int64
+	Shard    int
+	Token    int64
+	// Rerun is true when an earlier owner decided it and may have sent it
+	// before its confirmation could be recorded.
+	Rerun bool
+	// Deadline is the holding session's safe deadline: nothing is sent
+	// past it.
+	Deadline Deadline
+}
+
+// Notifier sends notifications. Implemented by the runner package.
+type Notifier interface {
+	// Notify sends n and returns nil once the receiver accepted it. It
+	// reads n.Deadline right before each request it sends and gives up
+	// when ctx ends. Safe for concurrent use.
+	Notify(ctx context.Context, n Notification) error
+}

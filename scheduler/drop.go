@@ -39,7 +39,7 @@ func (s *Scheduler) dropLanded(rec *jobRec, o op) {
 // learns why.
 func (s *Scheduler) dropClaimed(rec *jobRec, tick time.Time, man *manual, why string) {
 	rec.ahead.drop(tick)
-	rec.queue(op{kind: opDrop, tickRef: tickAt(tick)})
+	rec.queue(op{kind: opDrop, tickRef: tickAt(tick), note: outcomeNote(rec, tick, StatusSkipped, why, 0)})
 	s.markDirty(rec, false)
 	e := Entry{Tick: tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: why}
 	if man != nil {

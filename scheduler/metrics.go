@@ -24,7 +24,8 @@ type metrics struct {
 	slots         prometheus.Gauge
 	waiting       prometheus.Gauge // due ticks waiting for a run slot
 	commits       prometheus.Histogram
-	heldNoContact prometheus.Counter // runs that waited for contact with the store
+	heldNoContact prometheus.Counter     // runs that waited for contact with the store
+	notes         *prometheus.CounterVec // notifications, by kind and result (notify.go)
 }
 
 var secondsBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
@@ -73,6 +74,9 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 		}),
 		heldNoContact: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("ticks_held_no_contact_total",
 			"Claimed ticks whose run waited because this node had not heard from etcd within the contact window (late, not lost: run once contact returns, or handed on with the shard)."))),
+		notes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardcron", Name: "notifications_total",
+			Help: "Job notifications (notify:) by kind (failure, recovery, skipped) and result: sent, failed (refused or unreachable, given up), dropped (not sent: the shard was lost first, its successor sends it; or nowhere to send it)."},
+			[]string{"kind", "result"}),
 	}
 	m.slots.Set(float64(slots))
 	// Every label value exists from the start, at 0, so rates and ratios
@@ -86,11 +90,16 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 	for _, k := range []string{"lost", "stale", "unknown", "deadline"} {
 		m.claimFailures.WithLabelValues(k)
 	}
+	for _, k := range []string{"failure", "recovery", "skipped"} {
+		for _, r := range []string{NoteSent, NoteFailed, NoteDropped} {
+			m.notes.WithLabelValues(k, r)
+		}
+	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.retries, m.claimFailures, m.lateness,
-		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact} {
+		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact, m.notes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

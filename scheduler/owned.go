@@ -30,6 +30,7 @@ type ownedShard struct {
 	// handed is what this owner's drain names as never started (Released.Handed).
 	handed map[string][]time.Time
 	runs   int // run goroutines not yet reported
+	notes  int // notification sends not yet reported (notify.go)
 	// histWrites counts history flushes of the shard not yet back: a
 	// drain waits for them, so a graceful handoff loses no history.
 	histWrites int
@@ -197,6 +198,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	// Catch-up is decided for every job before any timer is armed.
 	for _, rec := range recs {
 		s.arm(rec, now)
+		s.sendNotes(rec) // what an older owner decided and did not confirm
 	}
 	sh.g.Checkpoint = Checkpoint{} // decoded into the jobs and orphans: not kept twice
 	log.Info("shard acquired", "jobs", len(recs), "records", len(g.Checkpoint.Records))
@@ -280,7 +282,7 @@ func (s *Scheduler) dropQueuedClaims(sh *ownedShard) {
 
 // checkIdle closes the shard's idle channel once it has nothing left to do.
 func (s *Scheduler) checkIdle(sh *ownedShard) {
-	if sh.idleClosed || sh.state == firing || sh.runs > 0 || sh.histWrites > 0 {
+	if sh.idleClosed || sh.state == firing || sh.runs > 0 || sh.histWrites > 0 || sh.notes > 0 {
 		return
 	}
 	pendingHistory := false
@@ -298,6 +300,11 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 	}
 	sh.idleClosed = true
 	close(sh.idle)
+	for k := range s.sending {
+		if k.rec.sh == sh {
+			delete(s.sending, k) // confirmations the generation did not write
+		}
+	}
 	if s.shards[sh.g.Shard] == sh {
 		delete(s.shards, sh.g.Shard)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // RecordFormat is the format version this binary writes. Records of a newer
@@ -49,6 +51,9 @@ type Record struct {
 	// History is what a previous release kept in the record; read, never
 	// written.
 	History []Entry `json:"history,omitempty"`
+	// Notify is the job's notification state (notify.go): nil until its
+	// first failure or decided notification. Older releases ignore it.
+	Notify *NotifyState `json:"notify,omitempty"`
 }
 
 // Flight is a claimed tick whose run has not completed.
@@ -87,6 +92,11 @@ type Entry struct {
 	// TraceID is the run's trace id (32 hex digits) when it was traced and
 	// sampled (Config.Tracer); "" otherwise.
 	TraceID string `json:"trace_id,omitempty"`
+	// Notify is the notification the run's outcome decided (failure or
+	// recovery), NotifyResult what became of it: sent, failed or dropped.
+	// Both "" when it decided none.
+	Notify       config.NotifyKind `json:"notify,omitempty"`
+	NotifyResult string            `json:"notify_result,omitempty"`
 }
 
 // DecodeRecord decodes a stored record. It refuses a newer format with
@@ -121,15 +131,16 @@ type recState struct {
 	LastClaimed time.Time
 	InFlight    []Flight
 	Skipped     int64
+	Notify      *NotifyState
 }
 
 func stateOf(r Record) recState {
-	return recState{Token: r.Token, LastClaimed: r.LastClaimed, InFlight: r.InFlight, Skipped: r.Skipped}
+	return recState{Token: r.Token, LastClaimed: r.LastClaimed, InFlight: r.InFlight, Skipped: r.Skipped, Notify: r.Notify}
 }
 
 // record is the Record st stands for, to apply changes to.
 func (st recState) record() Record {
-	return Record{Token: st.Token, LastClaimed: st.LastClaimed, InFlight: st.InFlight, Skipped: st.Skipped}
+	return Record{Token: st.Token, LastClaimed: st.LastClaimed, InFlight: st.InFlight, Skipped: st.Skipped, Notify: st.Notify}
 }
 
 // opKind is the kind of change an owner makes to a record.
@@ -141,6 +152,7 @@ const (
 	opSkip                         // ticks skipped by policy, never claimed
 	opDrop                         // a claimed tick skipped by policy at its time: out of flight
 	opSkipManual                   // a manual tick skipped or refused: its request consumed, out of flight
+	opNotified                     // a decided notification sent or given up: out of the pending ones
 )
 
 // op is one change to a record; a write carries a list of them, applied in
@@ -151,6 +163,10 @@ type op struct {
 	tickRef
 	ahead bool  // opClaim before the tick is due: no run slot held
 	count int64 // opSkip: ticks it stands for (0 means 1)
+	// note is the outcome notifications are decided by (opComplete,
+	// opSkip, opDrop of a job that notifies), or the notification
+	// confirmed (opNotified); nil otherwise.
+	note *noteOp
 }
 
 // apply returns rec with ops applied by the owner holding token.
@@ -190,6 +206,9 @@ func apply(rec Record, token int64, ops []op) Record {
 			if o.tick.After(rec.LastClaimed) {
 				rec.LastClaimed = o.tick
 			}
+		}
+		if o.note != nil {
+			rec.Notify = o.note.apply(rec.Notify, token)
 		}
 	}
 	if len(rec.InFlight) == 0 {

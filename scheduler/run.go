@@ -300,8 +300,6 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 	s.m.ended(status, dur)
 	s.log.Info("run ended", args...)
 	if sh.state != stopped && !rec.parked {
-		rec.queue(op{kind: opComplete, tickRef: tickAt(r.tick)})
-		s.markDirtyWithin(rec, completeDelay)
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
 			Node: s.cfg.Node, Token: sh.g.Token, Rerun: r.rerun, Output: d.res.Output,
@@ -314,7 +312,14 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 			r.man.done = true
 			e.Trigger, e.TriggeredBy = r.man.id, r.man.by
 		}
-		s.addHistory(rec, e)
+		o := op{kind: opComplete, tickRef: tickAt(r.tick), note: outcomeNote(rec, r.tick, status, d.res.Detail, d.attempts)}
+		if o.note != nil {
+			o.note.entry = &e // history names the notification it decides
+		} else {
+			s.addHistory(rec, e)
+		}
+		rec.queue(o)
+		s.markDirtyWithin(rec, completeDelay)
 	}
 	s.requeueHeld(rec)
 	s.checkIdle(sh)

@@ -59,11 +59,12 @@ type Scheduler struct {
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration
-	slowAt     time.Time            // when slowCommit was last updated
-	histDirty  map[*jobRec]struct{} // records with history to hand on
-	claimLog   failLog              // record writes whose outcome is unknown, by batch
-	histLog    failLog              // history writes that failed, by flush
-	histAt     time.Time            // the next history flush; zero if none
+	slowAt     time.Time             // when slowCommit was last updated
+	histDirty  map[*jobRec]struct{}  // records with history to hand on
+	claimLog   failLog               // record writes whose outcome is unknown, by batch
+	histLog    failLog               // history writes that failed, by flush
+	histAt     time.Time             // the next history flush; zero if none
+	sending    map[noteKey]*noteSend // notifications being sent or awaiting their confirmation's write (notify.go)
 	// batchLimit caps the writes per Commit call (0: commitWrites).
 	// Benchmarks set 1 to measure claims without batching.
 	batchLimit int
@@ -100,6 +101,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
 		histDirty:   make(map[*jobRec]struct{}),
+		sending:     make(map[noteKey]*noteSend),
 		claimLog:    failLog{msg: "record write outcome unknown; retrying"},
 		histLog:     failLog{msg: "run history not written"},
 	}

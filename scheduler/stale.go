@@ -58,6 +58,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	defer s.checkIdle(sh)
 	if d.err != nil {
 		s.dropClaims(rec, d.pw.ops)
+		s.releaseEntries(rec, d.pw.ops)
 		if errors.Is(d.err, ErrShardLost) || errors.Is(d.err, ErrDeadline) {
 			s.stopShard(sh, d.err)
 			return
@@ -68,6 +69,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	}
 	if sh.state == stopped {
 		s.dropClaims(rec, d.pw.ops)
+		s.releaseEntries(rec, d.pw.ops)
 		return
 	}
 	var r Record
@@ -75,12 +77,14 @@ func (s *Scheduler) loaded(d loadDone) {
 		var err error
 		if r, err = DecodeRecord(d.st.Value); err != nil {
 			s.dropClaims(rec, d.pw.ops)
+			s.releaseEntries(rec, d.pw.ops)
 			rec.parked = true
 			s.log.Error("job record refused; job parked", append(rec.logArgs(), "err", err)...)
 			return
 		}
 	}
 	rec.committed, rec.rev = stateOf(r), d.st.Rev
+	s.sendNotes(rec)
 	token := sh.g.Token
 	mine := func(t time.Time) bool {
 		for _, f := range r.InFlight {
@@ -104,6 +108,12 @@ func (s *Scheduler) loaded(d loadDone) {
 			}
 		case opComplete:
 			if mine(o.tick) {
+				requeue = append(requeue, o)
+			} else if o.note != nil && o.note.entry != nil {
+				s.holdEntry(rec, o.note.entry) // it landed
+			}
+		case opNotified:
+			if r.Notify.pending(o.tick, o.note.confirm) {
 				requeue = append(requeue, o)
 			}
 		case opDrop:

@@ -68,12 +68,12 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 		// Earlier ticks are still undecided: the skip is counted and kept
 		// in history, but the last claimed tick stays before them (a later
 		// owner may run this tick rather than lose theirs).
-		rec.queue(op{kind: opSkip, count: e.Count})
+		rec.queue(op{kind: opSkip, count: e.Count, note: skipNote(rec, e)})
 		s.markDirty(rec, false)
 		s.recordSkip(rec, e)
 		return
 	}
-	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count})
+	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count, note: skipNote(rec, e)})
 	rec.hi = e.Tick
 	s.markDirty(rec, false)
 	s.recordSkip(rec, e)
@@ -198,6 +198,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	if rec.sh.state == stopped || rec.parked {
 		delete(s.dirty, rec)
 		s.dropClaims(rec, rec.queued)
+		s.releaseEntries(rec, rec.queued)
 		rec.queued = nil
 		return nil
 	}
@@ -218,6 +219,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	if rec.removed && rec.active == 0 {
 		// A removed job's record goes with it, under the fence, once its
 		// last run has ended (its completion needs no record).
+		s.releaseEntries(rec, rec.queued)
 		rec.queued = nil
 		if rec.rev != 0 {
 			return s.pending(rec, nil, Record{}, nil)
@@ -290,12 +292,16 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		if err == nil {
 			rec.writing = nil
 			rec.committed, rec.rev, rec.backoff = stateOf(pw.want), d.res[i].Rev, 0
+			s.sendNotes(rec)
 			for _, o := range pw.ops {
 				switch o.kind {
 				case opClaim:
 					s.claimLanded(rec, o, now)
 				case opSkipManual:
 					s.manualSkipped(rec, o)
+				}
+				if o.note != nil && o.note.entry != nil {
+					s.holdEntry(rec, o.note.entry)
 				}
 			}
 			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
@@ -348,6 +354,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
 		rec.writing = nil
 		s.dropClaims(rec, pw.ops)
+		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, err)
 	case errors.Is(err, ErrStale):
 		// The write's due claims keep their run slots until the re-read
@@ -367,6 +374,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 		}
 		rec.writing = nil
 		s.dropClaims(rec, pw.ops)
+		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
 	}
 }
