@@ -126,6 +126,9 @@ func (r *Replica) build(meta shard.Meta, addr string) (*shard.Manager, *schedule
 		MaxConcurrentRuns: r.cfg.MaxConcurrentRuns,
 		Logger:            r.cfg.Logger, Registerer: r.cfg.Registry,
 		Tracer: r.cfg.Tracer,
+		// Notifications go out through the runner: its HTTP client, egress
+		// policy and redaction, like the runs that decide them.
+		Notifier: r.runner,
 	}
 	sched, err := scheduler.New(scfg, mgr.Store(), r.runner)
 	if err != nil {
