@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -80,6 +81,10 @@ type entryWire struct {
 	B  string  `json:"b,omitempty"`
 	A  int     `json:"a,omitempty"`
 	TR string  `json:"tr,omitempty"`
+	// NK and NR: the notification the run decided and what became of it
+	// (Entry.Notify, NotifyResult); a release before them ignores both.
+	NK string `json:"nk,omitempty"`
+	NR string `json:"nr,omitempty"`
 }
 
 var statusCode = map[scheduler.Status]string{
@@ -135,6 +140,7 @@ func encodeSegment(seq int64, entries []scheduler.Entry) ([]byte, error) {
 		x.C = e.Count
 		x.G, x.B, x.A = e.Trigger, truncate(e.TriggeredBy, maxHistoryDetail), e.Attempts
 		x.TR = packTraceID(e.TraceID)
+		x.NK, x.NR = string(e.Notify), e.NotifyResult
 		if !e.First.IsZero() {
 			x.F = ptr(tms - unixMs(e.First))
 		}
@@ -159,7 +165,8 @@ func decodeSegment(seq int64, b []byte) ([]scheduler.Entry, error) {
 		tms := base - x.T
 		tick := time.Unix(0, tms*1e6+x.TN).UTC()
 		e := scheduler.Entry{Tick: tick, Detail: x.M, Output: x.O, Node: w.N, Token: w.K, Rerun: x.R == 1, Count: x.C,
-			Trigger: x.G, TriggeredBy: x.B, Attempts: x.A, TraceID: unpackTraceID(x.TR)}
+			Trigger: x.G, TriggeredBy: x.B, Attempts: x.A, TraceID: unpackTraceID(x.TR),
+			Notify: config.NotifyKind(x.NK), NotifyResult: x.NR}
 		if s, ok := codeStatus[x.X]; ok {
 			e.Status = s
 		} else {

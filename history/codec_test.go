@@ -14,7 +14,7 @@ import (
 // end to the millisecond, ticks exactly). When Entry gains a field, this
 // fails until codec.go stores it.
 func TestHistoryCodecRoundTrip(t *testing.T) {
-	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts TraceID"
+	known := "Tick Start End Status Detail Node Token Rerun Count First Output Trigger TriggeredBy Attempts TraceID Notify NotifyResult"
 	typ := reflect.TypeFor[scheduler.Entry]()
 	for i := range typ.NumField() {
 		if !strings.Contains(" "+known+" ", " "+typ.Field(i).Name+" ") {
@@ -31,6 +31,8 @@ func TestHistoryCodecRoundTrip(t *testing.T) {
 			Trigger: "9c1f", TriggeredBy: "ops@bastion", Attempts: 3},
 		{Tick: tick.Add(2 * time.Second), Status: scheduler.StatusSucceeded, Node: "node-1", Token: 12,
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{Tick: tick.Add(3 * time.Second), Status: scheduler.StatusFailed, Node: "node-1", Token: 12,
+			Notify: "failure", NotifyResult: "sent"},
 	}
 	seq := tick.Add(5 * time.Second).UnixNano()
 	b, err := encodeSegment(seq, in)

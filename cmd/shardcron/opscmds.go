@@ -151,6 +151,9 @@ func entryDetail(e scheduler.Entry) string {
 	if e.Attempts > 1 {
 		parts = append(parts, fmt.Sprintf("%d attempts", e.Attempts))
 	}
+	if e.Notify != "" {
+		parts = append(parts, fmt.Sprintf("%s notification %s", e.Notify, e.NotifyResult))
+	}
 	if e.Detail != "" {
 		parts = append(parts, e.Detail)
 	}
