@@ -128,7 +128,7 @@ func notifyThroughProcesses(t *testing.T, kill bool) {
 	jobs := writeFile(t, "jobs.yaml", "defaults:\n"+
 		"  notify: {after: 3, webhook: {url: \""+hs.URL+"/hook\", secret: \"${SHARDCRON_JOB_HOOK_SECRET}\"}}\n"+
 		"jobs:\n"+
-		"  - {name: flaky, schedule: \"*/6 * * * * *\", http: {url: \""+ts.URL+"/flaky\"}, timeout: 5s, misfire: run_all}\n")
+		"  - {name: flaky, schedule: \"*/8 * * * * *\", http: {url: \""+ts.URL+"/flaky\"}, timeout: 5s, misfire: run_all}\n")
 	if out, stderr, code := runCLI(t, env, "apply", "-f", jobs); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
 	}
@@ -136,22 +136,28 @@ func notifyThroughProcesses(t *testing.T, kill bool) {
 	for _, n := range []string{"node-1", "node-2"} {
 		nodes[n] = startNotifyServer(t, etcd, cluster, n)
 	}
+	exact := true // no repeat at all: no fault while a notification is in flight
 	if kill {
-		// Durable: both failures in history (written after their
-		// completions), then the owner dies before the third tick.
-		poll.MustEvery(t, procEvery, 60*time.Second, "two failures recorded", poll.True(func() bool { return failedRuns(t, env) == 2 }))
-		if n := len(target.distinct()); n != 2 {
-			t.Fatalf("target saw %d ticks before the kill, want 2", n)
-		}
+		// The owner, once the first run is recorded (members settled);
+		// then both failures durable (history is written after the
+		// completions), and the owner dies before the third tick.
+		poll.MustEvery(t, procEvery, 60*time.Second, "a failure recorded", poll.True(func() bool { return failedRuns(t, env) >= 1 }))
 		var st replica.Status
 		cliJSON(t, env, &st, "status")
 		owner := nodes[st.ShardSet[keyspace.ShardOf("flaky", st.Shards)].Owner]
 		if owner == nil {
 			t.Fatal("flaky's shard has no owner among the nodes")
 		}
+		poll.MustEvery(t, procEvery, 60*time.Second, "two failures recorded", poll.True(func() bool { return failedRuns(t, env) >= 2 }))
 		owner.signal(syscall.SIGKILL)
 		if _, err := owner.Wait(10 * time.Second); err != nil {
 			t.Fatal(err)
+		}
+		// A slow machine may let the third run (and its notification)
+		// happen before the kill: then a marked repeat is allowed.
+		if n := len(target.distinct()); n != 2 {
+			t.Logf("the target saw %d ticks by the kill, not 2: a marked repeat is allowed", n)
+			exact = false
 		}
 	}
 	poll.MustEvery(t, procEvery, 90*time.Second, "a recovery notification", poll.True(func() bool {
@@ -163,7 +169,7 @@ func notifyThroughProcesses(t *testing.T, kill bool) {
 		return false
 	}))
 	poll.HoldsEvery(t, procEvery, 3*time.Second, "one failure (the third tick) and one recovery (the fourth), signed", func() error {
-		return checkNotes(hooks.all(), target.distinct())
+		return checkNotes(hooks.all(), target.distinct(), exact)
 	})
 	var h control.HistoryResult
 	cliJSON(t, env, &h, "history", "flaky")
@@ -175,13 +181,14 @@ func notifyThroughProcesses(t *testing.T, kill bool) {
 }
 
 // checkNotes says what is wrong with the notifications received, given
-// the ticks the target saw (the first three failed).
-func checkNotes(notes []hookNote, ticks []string) error {
+// the ticks the target saw (the first three failed): one unmarked of each
+// kind, any repeat marked, and with exact no repeat.
+func checkNotes(notes []hookNote, ticks []string, exact bool) error {
 	if len(ticks) < 4 {
 		return fmt.Errorf("target saw ticks %v, want at least 4", ticks)
 	}
 	want := map[string]string{"failure": ticks[2], "recovery": ticks[3]}
-	seen := map[string]bool{}
+	seen, unmarked := map[string]bool{}, map[string]bool{}
 	for _, n := range notes {
 		switch {
 		case !n.sigOK:
@@ -190,15 +197,16 @@ func checkNotes(notes []hookNote, ticks []string) error {
 			return fmt.Errorf("%s notification of tick %s; want failure of %s, recovery of %s", n.kind, n.tick, ticks[2], ticks[3])
 		case n.key != cluster(n)+"/flaky/"+n.tick+"/"+n.kind:
 			return fmt.Errorf("idempotency key %q", n.key)
-		case seen[n.kind] && n.rerun != "true":
+		case n.rerun != "true" && unmarked[n.kind]:
 			return fmt.Errorf("%s notification repeated unmarked", n.kind)
 		}
 		seen[n.kind] = true
+		unmarked[n.kind] = unmarked[n.kind] || n.rerun != "true"
 	}
 	if !seen["failure"] || !seen["recovery"] {
 		return fmt.Errorf("received %d notifications, want a failure and a recovery", len(notes))
 	}
-	if len(notes) != 2 {
+	if exact && len(notes) != 2 {
 		return fmt.Errorf("received %d notifications, want exactly 2", len(notes))
 	}
 	return nil
