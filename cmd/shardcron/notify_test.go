@@ -240,3 +240,17 @@ func startNotifyServer(t *testing.T, etcd *etcdtest.Process, cluster, node strin
 	p.HTTPAddr(30 * time.Second)
 	return p
 }
+
+// TestValidateNeverShowsTheWebhook: validate's output, in every format,
+// holds no part of a notification webhook (its URL, headers, secret).
+func TestValidateNeverShowsTheWebhook(t *testing.T) {
+	jobs := writeFile(t, "jobs.yaml", "defaults:\n"+
+		"  notify: {webhook: {url: \"http://hooks.internal/?k=url-s3cret\", headers: {X-K: header-s3cret}, secret: literal-s3cret}}\n"+
+		"jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n")
+	for _, o := range []string{"table", "json", "yaml"} {
+		out, stderr, code := runCLI(t, nil, "validate", "-f", jobs, "-o", o)
+		if code != 0 || strings.Contains(out+stderr, "s3cret") {
+			t.Errorf("validate -o %s: exit %d\n%s%s", o, code, out, stderr)
+		}
+	}
+}
