@@ -97,4 +97,12 @@
 // not recorded as complete: they stay in flight and the successor re-runs
 // them. Runs cancelled by policy (replace, timeout, a removed job) are
 // recorded with their outcome and are not re-run.
+//
+// Notifications (notify.go, notifystate.go) follow the same rule: decided
+// in the record write of the outcome that decides them, sent through the
+// Notifier only after that write lands, under the shard's check, and
+// confirmed by a later write. One decided under an older token and not
+// confirmed is sent again by the next owner, marked (Notification.Rerun):
+// sent unmarked at most once, never lost to an owner change while the
+// record keeps it.
 package scheduler
