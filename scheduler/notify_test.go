@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -240,6 +241,49 @@ func TestNotifyUnconfirmedResentMarked(t *testing.T) {
 		}
 		if got := testutil.ToFloat64(h1.s.m.notes.WithLabelValues("failure", NoteDropped)); got != 1 {
 			t.Errorf("first owner counted %v dropped, want 1", got)
+		}
+	})
+}
+
+// A notification the receiver refuses is given up (failed), confirmed like
+// a sent one, named so in history, and not sent again by the successor.
+func TestNotifyRefusedIsGivenUpNotResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := notifyJob(2, "f", 1, config.NotifyFailure)
+		j.Misfire = config.MisfireSkip
+		refuse := &fakeNotifier{behave: func(context.Context, Notification) error { return errors.New("HTTP 503") }}
+		fn2 := &fakeNotifier{}
+		h1 := newHarness(t, withNotifier(refuse), j)
+		defer h1.stop()
+		h2 := newHarnessWith(t, h1.store, nil, withNotifier(fn2), j)
+		defer h2.stop()
+		fail := failTicks(1, 2, 3, 4, 5, 6)
+		h1.runner.behave, h2.runner.behave = fail, fail
+		g1, lose1 := h1.grant(2, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(1500 * time.Millisecond))
+		synctest.Wait()
+		lose1(ErrShardLost)
+		g2, _ := h2.grant(2, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(4500 * time.Millisecond))
+		synctest.Wait()
+		if got := summarize(refuse.all()); !slices.Equal(got, []noteSummary{{1, config.NotifyFailure, 1, false}}) {
+			t.Errorf("first owner tried %+v", got)
+		}
+		if got := fn2.all(); len(got) != 0 {
+			t.Errorf("successor sent %+v, want nothing: the failure was given up and confirmed", summarize(got))
+		}
+		if got := testutil.ToFloat64(h1.s.m.notes.WithLabelValues("failure", NoteFailed)); got != 1 {
+			t.Errorf("failed counted %v, want 1", got)
+		}
+		found := false
+		for _, e := range h2.store.record(2, j.Name).History {
+			found = found || (e.Notify == config.NotifyFailure && e.NotifyResult == NoteFailed && e.Tick.Equal(t0.Add(time.Second)))
+		}
+		if !found {
+			t.Error("history does not name tick 1's failure notification as failed")
 		}
 	})
 }
