@@ -288,6 +288,37 @@ func TestNotifyRefusedIsGivenUpNotResent(t *testing.T) {
 	})
 }
 
+// A graceful drain waits for a notification being sent and writes its
+// confirmation: the successor sends nothing again.
+func TestNotifyDrainWaitsForTheSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := notifyJob(1, "d", 1, config.NotifyFailure)
+		slow := &fakeNotifier{behave: func(ctx context.Context, _ Notification) error {
+			time.Sleep(500 * time.Millisecond)
+			return nil
+		}}
+		h := newHarness(t, withNotifier(slow), j)
+		defer h.stop()
+		h.runner.behave = failTicks(1)
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(1100 * time.Millisecond)) // tick 1 failed; its notification is being sent
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.s.Drain(ctx, 1)
+		if got := time.Since(t0.Add(1100 * time.Millisecond)); got < 400*time.Millisecond {
+			t.Errorf("drain returned after %v, before the send ended", got)
+		}
+		if st := h.store.record(1, j.Name).Notify; st == nil || len(st.Pending) != 0 || !st.Failing {
+			t.Errorf("record after the drain: notify %+v, want failing and nothing pending", st)
+		}
+		if got := summarize(slow.all()); !slices.Equal(got, []noteSummary{{1, config.NotifyFailure, 1, false}}) {
+			t.Errorf("sent %+v", got)
+		}
+	})
+}
+
 // The state machine alone: confirmations leave the state, a decision is
 // never made twice for one tick and kind, and removing notify forgets the
 // failures.
