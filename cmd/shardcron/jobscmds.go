@@ -215,26 +215,8 @@ reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 			if res.Diff, err = jobstore.DryRun(ctx, ec.cli, ec.ks, jobs); err != nil {
 				return err
 			}
-		} else {
-			// Removed jobs' records are found by a keys-only scan of
-			// ticks/, which also repairs what an interrupted apply left.
-			shards, err := jobSetShards(ctx, ec, setFormat)
-			if err != nil {
-				return err
-			}
-			r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards})
-			if errors.Is(err, jobstore.ErrCorrupt) {
-				return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
-			}
-			if err != nil {
-				return err
-			}
-			res.Applied, res.Version, res.Diff = r.Applied, r.Version, r.Diff
-			res.Format, res.Parts, res.Chunks, res.Bytes = r.Format, r.Parts, r.Chunks, r.Bytes
-			if r.GCErr != nil {
-				res.GCError = r.GCErr.Error()
-				fmt.Fprintf(c.ErrOrStderr(), "warning: garbage collection of the old version is incomplete (the next apply retries): %v\n", r.GCErr)
-			}
+		} else if err := applyJobs(ctx, c, ec, jobs, &res, replaceCorrupt, setFormat); err != nil {
+			return err
 		}
 		res.Diff = nonNilDiff(res.Diff)
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error {
@@ -256,6 +238,30 @@ reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
+}
+
+// applyJobs applies jobs in the format --job-set-format asks for and fills
+// in res. Removed jobs' records are found by a keys-only scan of ticks/,
+// which also repairs what an interrupted apply left.
+func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []config.Job, res *applyResult, replaceCorrupt bool, setFormat string) error {
+	shards, err := jobSetShards(ctx, ec, setFormat)
+	if err != nil {
+		return err
+	}
+	r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards})
+	if errors.Is(err, jobstore.ErrCorrupt) {
+		return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
+	}
+	if err != nil {
+		return err
+	}
+	res.Applied, res.Version, res.Diff = r.Applied, r.Version, r.Diff
+	res.Format, res.Parts, res.Chunks, res.Bytes = r.Format, r.Parts, r.Chunks, r.Bytes
+	if r.GCErr != nil {
+		res.GCError = r.GCErr.Error()
+		fmt.Fprintf(c.ErrOrStderr(), "warning: garbage collection of the old version is incomplete (the next apply retries): %v\n", r.GCErr)
+	}
+	return nil
 }
 
 // written says what an apply wrote.
