@@ -141,9 +141,12 @@ i=0; while [ $i -lt 1000 ]; do echo zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz
 func TestExecTimeout(t *testing.T) {
 	rn := newRunner(t, nil)
 	job := execJob("slow", "sh", "-c", `trap 'echo got term; exit 0' TERM; echo started; sleep 30 & wait`)
-	job.Timeout = config.Duration(300 * time.Millisecond)
+	// Long enough for sh to set its trap on a loaded machine (at 300 ms
+	// under -race beside other suites, SIGTERM once came first, and sh
+	// died before printing anything); the job would run 30 s.
+	job.Timeout = config.Duration(2 * time.Second)
 	// The scheduler's timeout, as it sets it around every attempt.
-	ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, scheduler.ErrTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 2*time.Second, scheduler.ErrTimeout)
 	defer cancel()
 	res := rn.Run(ctx, testRun(job, slidingDeadline{time.Minute}))
 	if res.Status != scheduler.StatusTimedOut || !strings.Contains(res.Detail, "SIGTERM") {
