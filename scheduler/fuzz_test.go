@@ -60,6 +60,10 @@ func FuzzPorts(f *testing.F) {
 		int64(0), uint8(40), "@every 3s", uint8(1), uint8(1), "x", int64(1<<40))
 	f.Add([]byte(`{"format":1,"token":-5,"skipped":-1,"last_claimed":"0001-01-01T00:00:00Z"}`),
 		int64(1<<62), uint8(255), "H H * * * *", uint8(2), uint8(0), "", int64(0))
+	// Notification state an older owner left (notifystate.go), a kind no
+	// release writes among it.
+	f.Add([]byte(`{"format":1,"token":5,"notify":{"failures":3,"failing":true,"pending":[{"tick":"2026-06-01T11:59:58Z","kind":"failure","token":5,"status":"failed"},{"tick":"2026-06-01T11:59:59Z","kind":"bogus","token":7,"failures":-1}]}}`),
+		int64(2), uint8(1), "* * * * * *", uint8(1), uint8(2), "n", int64(0))
 	f.Fuzz(func(t *testing.T, record []byte, releasedAt int64, triggers uint8, spec string, conc, misfire uint8, id string, reqAt int64) {
 		sched := config.Job{Name: "fuzzed", Schedule: spec}
 		if _, err := cronspec.Parse(spec, "UTC"); err != nil {
