@@ -20,6 +20,10 @@ type Config struct {
 	// once (issue 21: the scheduler panicked at the 33rd pending manual
 	// run, which kills the whole test binary).
 	Bursts bool
+	// Shaped makes about one job in six a shaped one: a window (start_at,
+	// end_at), max_runs, or a one-shot (at), whose ticks the checker takes
+	// from the shaped schedule. Jitter is not simulated.
+	Shaped bool
 	// Log, when set, receives every event as it happens and the
 	// schedulers' own logs.
 	Log io.Writer
@@ -28,7 +32,7 @@ type Config struct {
 // Default is the configuration CI seeds run with.
 func Default() Config {
 	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true}
+		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true}
 }
 
 // Event is one thing the sim saw happen outside the runs: ownership,

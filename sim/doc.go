@@ -34,7 +34,10 @@
 // or fail with ErrUnknown; its runs still reach the receiver), drain a
 // shard (a graceful move), edit, remove and re-add jobs, suspend and
 // resume, trigger manual runs, slow commits, drop commits (ErrUnknown, not
-// landed) and lose their answers (landed, ErrUnknown). The last part of a
+// landed) and lose their answers (landed, ErrUnknown). About one job in six
+// is shaped (Config.Shaped): a start_at/end_at window, max_runs, or a
+// one-shot at; the checker takes its ticks from the shaped schedule
+// (config.Job.Fires). Jitter is not simulated. The last part of a
 // run (Config.Quiet) heals everything and resumes every job so catch-up
 // can finish before the checker reads the history.
 //

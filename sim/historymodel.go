@@ -25,7 +25,7 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 				if m.replaced[w.Job] == nil {
 					m.replaced[w.Job] = map[time.Time]bool{}
 				}
-				m.replaced[w.Job][e.Tick] = true
+				m.replaced[w.Job][e.Tick.UTC()] = true
 			}
 		}
 		if !m.fenceHolds(w.Shard, w.Token) {

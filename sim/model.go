@@ -304,7 +304,7 @@ func (m *model) noteSkipped(k recKey, w scheduler.Write) {
 			if m.replaced[w.Job] == nil {
 				m.replaced[w.Job] = map[time.Time]bool{}
 			}
-			m.replaced[w.Job][f.Tick] = true
+			m.replaced[w.Job][f.Tick.UTC()] = true // keyed by instant (UTC, no monotonic reading)
 		}
 	}
 }

@@ -284,6 +284,9 @@ func newJobs(w *world) *jobsState {
 		if r.IntN(8) == 0 {
 			j.Retries = &config.Retries{Attempts: 2, Backoff: config.Duration(200 * time.Millisecond)}
 		}
+		if w.cfg.Shaped && r.IntN(6) == 0 {
+			shape(&j, w)
+		}
 		p := periodOf(spec)
 		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}
 		if r.IntN(3) == 0 {
@@ -295,6 +298,25 @@ func newJobs(w *world) *jobsState {
 	js.set = config.JobSet{Version: 1, Jobs: jobs}
 	js.sets = []setAt{{w.start, js.set}}
 	return js
+}
+
+// shape bounds j: a window over part of the faulty stretch, a number of
+// runs, or one instant instead of its schedule (a one-shot).
+func shape(j *config.Job, w *world) {
+	r, d := w.rng, w.cfg.Duration
+	at := func(lo, hi time.Duration) time.Time {
+		// In UTC, as a jobs file's RFC 3339 "Z" instant decodes.
+		return w.start.Add(lo + time.Duration(r.Int64N(int64(hi-lo)))).Truncate(time.Second).UTC()
+	}
+	switch r.IntN(3) {
+	case 0:
+		j.StartAt = at(0, d/2)
+		j.EndAt = j.StartAt.Add(d/4 + time.Duration(r.Int64N(int64(d))))
+	case 1:
+		j.MaxRuns = 3 + r.IntN(20)
+	default:
+		j.Schedule, j.At = "", at(5*time.Second, d/2)
+	}
 }
 
 // duration is how long a run of job takes, and whether it fails.
@@ -334,7 +356,7 @@ func (js *jobsState) edit(now time.Time) {
 				what = "suspended"
 			}
 			set.Jobs = append(set.Jobs, j)
-		case k == 1:
+		case k == 1 && j.At.IsZero(): // a one-shot has no schedule to change
 			j.Schedule = specs[r.IntN(len(specs))]
 			what = "schedule " + j.Schedule
 			set.Jobs = append(set.Jobs, j)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -33,22 +32,22 @@ func noLostTick(h *History) []Violation {
 		}) || removedAfter(ss, time.Time{}) {
 			continue
 		}
-		sched, err := cronspec.Parse(base.Schedule, base.Timezone)
+		sched, err := base.Fires() // windows, max_runs and one-shots included
 		if err != nil {
 			continue
 		}
 		runs := h.runsOf(name)
-		ran := map[time.Time]time.Time{} // tick -> earliest start
+		ran := map[time.Time]time.Time{} // tick (UTC: keyed by instant) -> earliest start
 		for _, r := range runs {
-			if s, ok := ran[r.Tick]; !ok || r.Start.Before(s) {
-				ran[r.Tick] = r.Start
+			if s, ok := ran[r.Tick.UTC()]; !ok || r.Start.Before(s) {
+				ran[r.Tick.UTC()] = r.Start
 			}
 		}
 		sus := suspensions(ss)
 		final := h.Final[name]
 	ticks:
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
-			if _, ok := ran[t]; ok || (base.Concurrency == config.ConcurrencyReplace && h.Replaced[name][t]) || t.After(final.LastClaimed) ||
+			if _, ok := ran[t.UTC()]; ok || (base.Concurrency == config.ConcurrencyReplace && h.Replaced[name][t.UTC()]) || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
