@@ -77,19 +77,26 @@ func failTicks(secs ...int) func(ctx context.Context, r Run) Result {
 
 func withNotifier(n Notifier) func(*Config) { return func(c *Config) { c.Notifier = n } }
 
+// startNotifying starts a harness whose owner, notifying through n, holds
+// j's shard 1 from a second before t0 and runs j's ticks as behave says.
+func startNotifying(t *testing.T, n Notifier, j config.Job, behave func(context.Context, Run) Result) *harness {
+	sleepUntil(t0.Add(-time.Second))
+	h := newHarness(t, withNotifier(n), j)
+	h.runner.behave = behave
+	g, _ := h.grant(1, 9, nil)
+	h.s.Acquired(g)
+	return h
+}
+
 // Three failures in a row send one failure notification, at the third;
 // more failures send none; the first success sends one recovery; the
 // record ends with no state and nothing pending; history names both.
 func TestNotifyFailureAfterThreeThenOneRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
 		j := notifyJob(1, "n", 3, config.NotifyFailure, config.NotifyRecovery)
 		fn := &fakeNotifier{}
-		h := newHarness(t, withNotifier(fn), j)
+		h := startNotifying(t, fn, j, failTicks(1, 2, 3, 4, 5))
 		defer h.stop()
-		h.runner.behave = failTicks(1, 2, 3, 4, 5)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
 		sleepUntil(t0.Add(7500 * time.Millisecond))
 		synctest.Wait()
 		want := []noteSummary{{3, config.NotifyFailure, 3, false}, {6, config.NotifyRecovery, 5, false}}
@@ -123,14 +130,10 @@ func TestNotifyFailureAfterThreeThenOneRecovery(t *testing.T) {
 // in on sends none.
 func TestNotifyCountRestartsOnSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
 		j := notifyJob(1, "r", 2, config.NotifyFailure)
 		fn := &fakeNotifier{}
-		h := newHarness(t, withNotifier(fn), j)
+		h := startNotifying(t, fn, j, failTicks(1, 3, 4, 5, 7, 8))
 		defer h.stop()
-		h.runner.behave = failTicks(1, 3, 4, 5, 7, 8)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
 		sleepUntil(t0.Add(9500 * time.Millisecond))
 		synctest.Wait()
 		want := []noteSummary{{4, config.NotifyFailure, 2, false}, {8, config.NotifyFailure, 2, false}}
@@ -143,14 +146,10 @@ func TestNotifyCountRestartsOnSuccess(t *testing.T) {
 // Ticks skipped by forbid send one skipped notification each.
 func TestNotifySkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
 		j := notifyJob(1, "s", 1, config.NotifySkipped)
 		fn := &fakeNotifier{}
-		h := newHarness(t, withNotifier(fn), j)
+		h := startNotifying(t, fn, j, work(2500*time.Millisecond))
 		defer h.stop()
-		h.runner.behave = work(2500 * time.Millisecond)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
 		sleepUntil(t0.Add(3500 * time.Millisecond))
 		synctest.Wait()
 		got := summarize(fn.all())
@@ -292,17 +291,13 @@ func TestNotifyRefusedIsGivenUpNotResent(t *testing.T) {
 // confirmation: the successor sends nothing again.
 func TestNotifyDrainWaitsForTheSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0.Add(-time.Second))
 		j := notifyJob(1, "d", 1, config.NotifyFailure)
 		slow := &fakeNotifier{behave: func(ctx context.Context, _ Notification) error {
 			time.Sleep(500 * time.Millisecond)
 			return nil
 		}}
-		h := newHarness(t, withNotifier(slow), j)
+		h := startNotifying(t, slow, j, failTicks(1))
 		defer h.stop()
-		h.runner.behave = failTicks(1)
-		g, _ := h.grant(1, 9, nil)
-		h.s.Acquired(g)
 		sleepUntil(t0.Add(1100 * time.Millisecond)) // tick 1 failed; its notification is being sent
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
