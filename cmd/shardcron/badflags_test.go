@@ -135,9 +135,17 @@ func extra(cmd, flag string, args []string) []string {
 // standard error; a command still running after 30 s accepted the value.
 func runBad(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
+	return runBadBin(t, binPath, env, args...)
+}
+
+// runBadBin is runBad with the binary to run: the bad-value tests below
+// run the plain build (see plainBinary), being hundreds of processes that
+// refuse their input before they start anything.
+func runBadBin(t *testing.T, bin string, env []string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -166,6 +174,7 @@ func commands() []*cobra.Command {
 // an invalid value, exits 2 before doing anything, with a message naming
 // the flag.
 func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
+	bin := plainBinary(t)
 	dir := t.TempDir()
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n  - name: a\n    schedule: \"@every 1m\"\n    exec: {command: [\"true\"]}\n")
 	file := filepath.Join(dir, "a-file")
@@ -199,7 +208,7 @@ func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
 				args = append(args, "--"+f.Name+"="+v)
 				tried++
 				tries = append(tries, func() {
-					code, stderr := runBad(t, nil, args...)
+					code, stderr := runBadBin(t, bin, nil, args...)
 					if code != 2 || !strings.Contains(stderr, "--"+f.Name) {
 						t.Errorf("shardcron %s: exit %d, want 2 with an error naming --%s:\n%s", strings.Join(args, " "), code, f.Name, stderr)
 					}
@@ -212,7 +221,7 @@ func TestEveryBadFlagIsAUsageErrorNamingIt(t *testing.T) {
 
 // inParallel calls every fn, a few at a time: each starts a process that
 // refuses its input at once, before touching etcd or a port, so they need
-// not wait for one another.
+// not wait for one another (and need no race build: see plainBinary).
 func inParallel(fns []func()) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 4)
@@ -230,6 +239,7 @@ func inParallel(fns []func()) {
 // value in its environment variable names the variable, and in the
 // --config file names the file, line and field.
 func TestEveryBadSettingNamesItsSource(t *testing.T) {
+	bin := plainBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
@@ -260,12 +270,12 @@ func TestEveryBadSettingNamesItsSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			tries = append(tries, func() {
-				code, stderr := runBad(t, []string{env + "=" + v}, append([]string{"server"}, base...)...)
+				code, stderr := runBadBin(t, bin, []string{env + "=" + v}, append([]string{"server"}, base...)...)
 				if code != 2 || !strings.Contains(stderr, env) {
 					t.Errorf("%s=%s: exit %d, want 2 with an error naming %s:\n%s", env, v, code, env, stderr)
 				}
 				want := fmt.Sprintf("%s:2: field %q", path, key)
-				code, stderr = runBad(t, nil, append([]string{"server", "--config", path}, base...)...)
+				code, stderr = runBadBin(t, bin, nil, append([]string{"server", "--config", path}, base...)...)
 				if code != 2 || !strings.Contains(stderr, want) {
 					t.Errorf("%s: %s: %s: exit %d, want 2 with an error naming %s:\n%s", path, key, v, code, want, stderr)
 				}

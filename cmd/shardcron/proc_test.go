@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -42,6 +43,42 @@ func buildBinary() (path string, cleanup func(), err error) {
 		return "", nil, fmt.Errorf("go build: %w", err)
 	}
 	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// plain is the binary built without the race detector, beside binPath, for
+// the checks that run it hundreds of times only to see it refuse its input
+// before it starts anything (badflags_test.go): a race build's start-up
+// costs several times a plain one's in CPU, and a process that parses its
+// flags and exits has no concurrency for the detector to watch. Every test
+// that runs a replica, a client that dials etcd, or a signal still runs
+// binPath. Built on first use; when binPath is not a race build it is
+// binPath.
+var plain struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// plainBinary returns the plain binary's path; call it first from the
+// test's own goroutine (it fails the test when the build fails).
+func plainBinary(t testing.TB) string {
+	t.Helper()
+	plain.once.Do(func() {
+		if !raceBuild {
+			plain.path = binPath
+			return
+		}
+		plain.path = binPath + "-plain"
+		flags := slices.DeleteFunc(slices.Clone(buildFlags), func(f string) bool { return f == "-race" })
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", plain.path, ".")...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			plain.err = fmt.Errorf("go build (plain): %w\n%s", err, out)
+		}
+	})
+	if plain.err != nil {
+		t.Fatal(plain.err)
+	}
+	return plain.path
 }
 
 // proc is a shardcron process started by a test. Its output goes to a log
