@@ -2,9 +2,21 @@
 GO       ?= go
 BIN      := bin
 PKGS     := ./...
-# Multi-process suites start real etcd and shardcron processes: they run one
-# package at a time (-p 1) so they do not starve each other's renewals.
+# `make test` runs the packages in two phases (see the test target):
+# the in-process packages under -race, two packages at a time (-p 2), then
+# the multi-process suites (PROC_PKGS) one package at a time (-p 1), alone
+# on the machine, so they do not starve each other's lease renewals (TTLs
+# of 2-3 s). The multi-process suites run their test binary without -race
+# but with -tags racebin, which builds the shardcron binary they start with
+# -race: the concurrency of a process test is in the replicas, and the test
+# binary that starts and polls them spent a third of the CPU on its own
+# shadow memory. cmd/shardcron's in-process tests (PROC_INPROC_TESTS) get a
+# -race run of their own.
 TESTFLAGS ?= -race -count=1 -timeout 20m
+PROCFLAGS ?= -tags racebin -count=1 -timeout 20m
+MODULE    := github.com/shardcron/shardcron
+PROC_PKGS := ./cmd/shardcron ./docs
+PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 
 .PHONY: build run test test-unit test-alerts promtool e2e bench bench-cluster lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images fuzz sim
 
@@ -30,7 +42,10 @@ run: build
 # Chromium (`apt-get install chromium`; with CI=true a missing one fails).
 test: etcd test-alerts
 	$(GO) vet $(PKGS)
-	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(TESTFLAGS) $(PKGS)
+	pkgs=$$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))')) && \
+	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 2 $(TESTFLAGS) $$pkgs
+	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(PROCFLAGS) $(PROC_PKGS)
+	$(GO) test -race -count=1 -run '$(PROC_INPROC_TESTS)' ./cmd/shardcron
 	$(MAKE) k8s-check
 
 # The fast loop, a minute or two: the packages whose tests run in this
