@@ -11,7 +11,7 @@ PKGS     := ./...
 # -race: the concurrency of a process test is in the replicas; the test
 # binary only starts, signals and polls them. cmd/shardcron's in-process
 # tests (PROC_INPROC_TESTS) get a -race run of their own. Measured on 2
-# cores shared with other builds: 19m37s before, 13m18s after (see
+# cores shared with other builds: 19m37s before, 14m38s after (see
 # docs/development.md).
 TESTFLAGS ?= -race -count=1 -timeout 20m
 PROCFLAGS ?= -tags racebin -count=1 -timeout 20m
