@@ -47,6 +47,11 @@ type ApplyOptions struct {
 	// release reads: give Shards only when every member of the cluster
 	// reads format 2 (shard.MemberInfo.JobSetFormat).
 	Shards int
+	// Rewrite writes an unchanged set again when its stored format or
+	// shard count is not the one asked for. Without it an unchanged set
+	// is rewritten only from format 2 to format 1 (a member may need
+	// format 1 to read it); from 1 to 2 it waits for the next change.
+	Rewrite bool
 	// ReplaceCorrupt lets Apply replace a current set that fails its checks
 	// (ErrCorrupt: edited by hand, chunks deleted), treating every job as
 	// new (Since = now). Without it such an Apply fails, so that Since is
@@ -214,7 +219,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if onlyIfEmpty && p.modRev != 0 {
 		return Result{Version: cur.Version, Diff: diff}, fmt.Errorf("%w: version %d is current", ErrConflict, cur.Version)
 	}
-	if diff.Empty() && (p.modRev != 0 || len(jobs) == 0) && p.sameLayout(opts.Shards) {
+	if diff.Empty() && (p.modRev != 0 || len(jobs) == 0) && !p.relayout(opts) {
 		return Result{Version: cur.Version, Diff: diff}, nil
 	}
 

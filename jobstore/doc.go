@@ -34,7 +34,8 @@
 // (ErrFormat), keeping its last set; so during a rolling upgrade applies
 // write format 1, and after a downgrade the next apply (by this release's
 // CLI, which sees the older members) rewrites the set in format 1 even when
-// no job changed.
+// no job changed. From format 1 to 2 an unchanged set waits for its next
+// change, unless ApplyOptions.Rewrite asks (`apply --job-set-format 2`).
 //
 // # Overrides
 //

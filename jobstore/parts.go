@@ -58,17 +58,18 @@ func partsPointer(version int64, shards int, parts []partRef) pointer {
 	return p
 }
 
-// sameLayout reports whether an apply with ApplyOptions.Shards shards
-// would write p's format and grouping, so an unchanged set need not be
-// written again. An empty cluster has every layout.
-func (p pointer) sameLayout(shards int) bool {
-	if p.modRev == 0 {
-		return true
+// relayout reports whether an unchanged set must be written again for
+// opts: in format 1 over a format 2 set (a reader may need it), or in
+// another layout when opts.Rewrite asks. An empty cluster has every
+// layout.
+func (p pointer) relayout(opts ApplyOptions) bool {
+	switch {
+	case p.modRev == 0:
+		return false
+	case opts.Shards == 0:
+		return p.Format != 1
 	}
-	if shards == 0 {
-		return p.Format == 1
-	}
-	return p.Format == 2 && p.Shards == shards
+	return opts.Rewrite && (p.Format != 2 || p.Shards != opts.Shards)
 }
 
 // checkParts checks what a pointer says of its parts against itself.

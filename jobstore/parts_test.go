@@ -88,10 +88,16 @@ func TestPartsFormatTransitions(t *testing.T) {
 	if v1.Format != 1 {
 		t.Fatalf("apply without Shards wrote format %d", v1.Format)
 	}
+	// Unchanged, format 1 to 2 waits for a change unless asked; 2 to 1
+	// does not wait (a member may need format 1).
+	if r := mustApply(t, cli, ks, set, ApplyOptions{Shards: 16}); r.Applied {
+		t.Fatalf("an unchanged set was rewritten in format 2 unasked: %+v", r)
+	}
 	for _, step := range []struct {
 		shards, format int
-	}{{16, 2}, {32, 2}, {0, 1}, {16, 2}} {
-		r := mustApply(t, cli, ks, set, ApplyOptions{Shards: step.shards})
+		rewrite        bool
+	}{{16, 2, true}, {32, 2, true}, {0, 1, false}, {16, 2, true}} {
+		r := mustApply(t, cli, ks, set, ApplyOptions{Shards: step.shards, Rewrite: step.rewrite})
 		if !r.Applied || r.Format != step.format {
 			t.Fatalf("apply with Shards %d = %+v, want a format %d version written", step.shards, r, step.format)
 		}

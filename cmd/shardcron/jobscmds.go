@@ -248,7 +248,7 @@ func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []con
 	if err != nil {
 		return err
 	}
-	r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards})
+	r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards, Rewrite: setFormat != "auto"})
 	if errors.Is(err, jobstore.ErrCorrupt) {
 		return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
 	}
