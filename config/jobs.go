@@ -66,37 +66,7 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 		c.addf(root.Line, "", "the file must be a mapping with a jobs list, found %s", kindName(root))
 		return nil, c.err()
 	}
-	var items []*yaml.Node
-	var defNode *yaml.Node
-	found := false
-	top := &decoder{}
-	top.mapping(root, "", false, func(key string, k, v *yaml.Node) {
-		if key == "defaults" {
-			defNode = v
-			return
-		}
-		if key != "jobs" {
-			top.unknown(k, key, []string{"jobs", "defaults"})
-			return
-		}
-		found = true
-		if v.Kind != yaml.SequenceNode {
-			top.errorf(v, "jobs", "must be a list of jobs, found %s (jobs: [] for none)", kindName(v))
-			return
-		}
-		items = v.Content
-		if len(items) > MaxJobs {
-			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), MaxJobs)
-			items = nil
-		}
-	})
-	if !found {
-		top.errorf(root, "", "no jobs list (jobs: [] for none)")
-	}
-	for _, e := range top.errs {
-		c.add(e)
-	}
-	defs := parseDefaults(c, defNode)
+	items, defs := parseTop(c, root)
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
@@ -139,6 +109,42 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// parseTop reads the file's top mapping: the jobs list (its items, not yet
+// decoded) and the defaults every job without its own notify takes.
+func parseTop(c *collector, root *yaml.Node) ([]*yaml.Node, *Defaults) {
+	var items []*yaml.Node
+	var defNode *yaml.Node
+	found := false
+	top := &decoder{}
+	top.mapping(root, "", false, func(key string, k, v *yaml.Node) {
+		if key == "defaults" {
+			defNode = v
+			return
+		}
+		if key != "jobs" {
+			top.unknown(k, key, []string{"jobs", "defaults"})
+			return
+		}
+		found = true
+		if v.Kind != yaml.SequenceNode {
+			top.errorf(v, "jobs", "must be a list of jobs, found %s (jobs: [] for none)", kindName(v))
+			return
+		}
+		items = v.Content
+		if len(items) > MaxJobs {
+			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), MaxJobs)
+			items = nil
+		}
+	})
+	if !found {
+		top.errorf(root, "", "no jobs list (jobs: [] for none)")
+	}
+	for _, e := range top.errs {
+		c.add(e)
+	}
+	return items, parseDefaults(c, defNode)
 }
 
 // lineOf returns the line of field, else of its nearest enclosing field,
