@@ -293,7 +293,7 @@ func TestNotifyDrainWaitsForTheSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := notifyJob(1, "d", 1, config.NotifyFailure)
 		slow := &fakeNotifier{behave: func(ctx context.Context, _ Notification) error {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond) // the fault: a webhook that takes 500 ms (virtual time)
 			return nil
 		}}
 		h := startNotifying(t, slow, j, failTicks(1))
