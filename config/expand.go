@@ -16,13 +16,15 @@ const JobVarPrefix = "SHARDCRON_JOB_"
 // (ErrVariableUnset). "$$" is a literal "$"; any other "$" is kept as it is.
 // A ${ without a closing } or around something other than a variable name is
 // ErrVariableSyntax. Validation has already rejected all but unset variables.
+// The item variables (VarItem, VarItems, VarItemName) are allowed too: only
+// a sharded job's fields hold them (validation), and lookup answers them.
 func Expand(s string, lookup func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	err := scanVars(s, func(lit string) { b.WriteString(lit) }, func(name string) error {
+	err := scanVars(s, true, func(lit string) { b.WriteString(lit) }, func(name string) error {
 		v, ok := lookup(name)
 		if !ok {
 			return fmt.Errorf("%w: ${%s} is not set in the server's environment", ErrVariableUnset, name)
@@ -37,17 +39,33 @@ func Expand(s string, lookup func(string) (string, bool)) (string, error) {
 }
 
 // checkVars reports the first reference in s that Expand would reject for
-// any environment: bad syntax or a name outside SHARDCRON_JOB_*.
-func checkVars(s string) error {
+// any environment: bad syntax or a name outside SHARDCRON_JOB_* (and, where
+// items is true, the item variables).
+func checkVars(s string, items bool) error {
 	if !strings.Contains(s, "$") {
 		return nil
 	}
-	return scanVars(s, func(string) {}, func(string) error { return nil })
+	return scanVars(s, items, func(string) {}, func(string) error { return nil })
+}
+
+// ExpandItem replaces each ${SHARDCRON_ITEM}, ${SHARDCRON_ITEMS} and
+// ${SHARDCRON_ITEM_NAME} in s with the item's value and leaves everything
+// else as it is: for an exec command's arguments, where any other "$" is the
+// program's own (a shell's ${HOME}).
+func ExpandItem(s string, it Item) string {
+	if it.IsZero() || !strings.Contains(s, "${SHARDCRON_ITEM") {
+		return s
+	}
+	for _, name := range itemVars {
+		v, _ := it.Var(name)
+		s = strings.ReplaceAll(s, "${"+name+"}", v)
+	}
+	return s
 }
 
 // scanVars walks s, passing literal text to lit and each allowed variable
-// name to ref.
-func scanVars(s string, lit func(string), ref func(string) error) error {
+// name to ref: SHARDCRON_JOB_* and, where items is true, the item variables.
+func scanVars(s string, items bool, lit func(string), ref func(string) error) error {
 	for {
 		i := strings.IndexByte(s, '$')
 		if i < 0 || i == len(s)-1 {
@@ -68,7 +86,11 @@ func scanVars(s string, lit func(string), ref func(string) error) error {
 			if !isVarName(name) {
 				return fmt.Errorf("%w: ${%s}: not a variable name (letters, digits and _)", ErrVariableSyntax, name)
 			}
-			if !strings.HasPrefix(name, JobVarPrefix) || len(name) == len(JobVarPrefix) {
+			switch {
+			case isItemVar(name) && !items:
+				return fmt.Errorf("%w: ${%s}: only a sharded job's (items or item_names) target names an item", ErrVariableNotAllowed, name)
+			case isItemVar(name):
+			case !strings.HasPrefix(name, JobVarPrefix) || len(name) == len(JobVarPrefix):
 				return fmt.Errorf("%w: ${%s}: only variables named %s* are expanded", ErrVariableNotAllowed, name, JobVarPrefix)
 			}
 			if err := ref(name); err != nil {

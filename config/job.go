@@ -73,6 +73,20 @@ type Job struct {
 	// scheduled one. At least 2s, whole seconds, at most the shortest gap
 	// between two ticks of the schedule.
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// Items makes a sharded job: every tick runs items 0 to Items-1 (1 to
+	// MaxItems, 4096), each a unit of its own — its own shard, claim,
+	// idempotency key (cluster, job, item, tick), fencing token, retries and
+	// history — so the items of one job spread over the replicas. A run
+	// carries its item (Shardcron-Item, Shardcron-Items; SHARDCRON_ITEM,
+	// SHARDCRON_ITEMS), which the url, header values, body, exec command
+	// and env may reference as ${SHARDCRON_ITEM}.
+	Items int `yaml:"items,omitempty" json:"items,omitempty"`
+	// ItemNames makes a sharded job of named items instead of a count (a
+	// tenant each, say): unique names, [a-z0-9][a-z0-9._-]*, at most 63
+	// bytes; a run also carries its item's name (Shardcron-Item-Name,
+	// SHARDCRON_ITEM_NAME). An item keeps its record and history by name, so
+	// the list may be reordered or grown.
+	ItemNames []string `yaml:"item_names,omitempty" json:"item_names,omitempty"`
 	// HTTP: send a request on every tick.
 	HTTP *HTTPTarget `yaml:"http,omitempty" json:"http,omitempty"`
 	// Exec: start a process on every tick.
@@ -129,7 +143,12 @@ type Job struct {
 // counted from Since (from StartAt, or not at all, when Since is zero),
 // each tick's fire delayed by Jitter. Its times are fires;
 // cronspec.Nominal names each fire's tick.
-func (j *Job) Fires() (cronspec.Schedule, error) {
+func (j *Job) Fires() (cronspec.Schedule, error) { return j.ItemFires(Item{}) }
+
+// ItemFires is Fires for one item of a sharded job: the same ticks, each
+// item's fire delayed by its own jitter (hashed from the unit's name, so
+// the items of one tick do not all land at one instant).
+func (j *Job) ItemFires(it Item) (cronspec.Schedule, error) {
 	var base cronspec.Schedule
 	if !j.At.IsZero() {
 		base = cronspec.At(j.At)
@@ -143,7 +162,9 @@ func (j *Job) Fires() (cronspec.Schedule, error) {
 	if anchor.IsZero() && !j.StartAt.IsZero() {
 		anchor = j.StartAt.Add(-time.Nanosecond)
 	}
-	return j.Shape(anchor).Apply(base), nil
+	sh := j.Shape(anchor)
+	sh.Name = UnitName(j.Name, it)
+	return sh.Apply(base), nil
 }
 
 // Shape is what bounds and spreads the job's schedule beyond its spec,

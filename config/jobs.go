@@ -16,7 +16,7 @@ const (
 )
 
 var (
-	jobFields   = []string{"name", "schedule", "timezone", "at", "start_at", "end_at", "max_runs", "jitter", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output", "notify"}
+	jobFields   = []string{"name", "schedule", "timezone", "at", "start_at", "end_at", "max_runs", "jitter", "items", "item_names", "http", "exec", "func", "timeout", "concurrency", "misfire", "starting_deadline", "suspend", "retries", "env", "keep_output", "notify"}
 	httpFields  = []string{"url", "method", "headers", "body", "expect_status", "follow_redirects"}
 	execFields  = []string{"command", "dir"}
 	retryFields = []string{"attempts", "backoff"}
@@ -194,6 +194,20 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			}
 		case "jitter":
 			j.Jitter, _ = d.duration(v, key)
+		case "items":
+			if n, ok := d.integer(v, key); ok {
+				if n == 0 {
+					d.errorf(v, key, "must be at least 1 (omit it for a job without items)")
+				}
+				j.Items = n
+			}
+		case "item_names":
+			if names, ok := d.strList(v, key); ok {
+				if len(names) == 0 {
+					d.errorf(v, key, "names no item (omit it for a job without items)")
+				}
+				j.ItemNames = names
+			}
 		case "http":
 			j.HTTP = d.httpTarget(v)
 		case "exec":

@@ -207,7 +207,7 @@ func validateNotify(n *Notify, field string, report func(field, msg string, caus
 	wf := field + ".webhook"
 	if w.URL == "" {
 		bad(wf+".url", "is required")
-	} else if checkExpansion(wf+".url", w.URL, report) {
+	} else if checkExpansion(wf+".url", w.URL, false, report) {
 		if msg := checkURL(w.URL); msg != "" {
 			bad(wf+".url", "%s", msg)
 		}
@@ -223,9 +223,9 @@ func validateNotify(n *Notify, field string, report func(field, msg string, caus
 		if strings.ContainsAny(w.Headers[k], "\r\n\x00") {
 			bad(f, "a header value holds no line breaks or NUL bytes")
 		}
-		checkExpansion(f, w.Headers[k], report)
+		checkExpansion(f, w.Headers[k], false, report)
 	}
-	checkExpansion(wf+".secret", w.Secret, report)
+	checkExpansion(wf+".secret", w.Secret, false, report)
 }
 
 // parseDefaults reads and checks the file's defaults section (n nil: none),

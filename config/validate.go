@@ -48,7 +48,7 @@ var (
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// reservedEnv are set by the runner on every exec run.
 	reservedEnv = []string{"SHARDCRON_CLUSTER", "SHARDCRON_JOB", "SHARDCRON_TICK", "SHARDCRON_SHARD", "SHARDCRON_FENCING_TOKEN", "SHARDCRON_NODE",
-		"SHARDCRON_TRIGGER", "SHARDCRON_TRIGGER_ID", "SHARDCRON_ATTEMPT"}
+		"SHARDCRON_TRIGGER", "SHARDCRON_TRIGGER_ID", "SHARDCRON_ATTEMPT", VarItem, VarItems, VarItemName}
 	anyVar = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
@@ -128,11 +128,12 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		}
 	}
 	validateWhen(j, sched, bad)
+	validateItems(j, bad)
 
 	var targets []string
 	if j.HTTP != nil {
 		targets = append(targets, "http")
-		validateHTTP(j.HTTP, report, bad)
+		validateHTTP(j.HTTP, j.ItemCount() > 0, report, bad)
 	}
 	if j.Exec != nil {
 		targets = append(targets, "exec")
@@ -170,7 +171,7 @@ func validateJob(j *Job, report func(field, msg string, cause error)) {
 		if strings.IndexByte(j.Env[k], 0) >= 0 {
 			bad(field, "holds a NUL byte")
 		}
-		checkExpansion(field, j.Env[k], report)
+		checkExpansion(field, j.Env[k], j.ItemCount() > 0, report)
 	}
 }
 
@@ -246,10 +247,10 @@ func validateWhen(j *Job, sched cronspec.Schedule, bad func(field, format string
 // instant, so a file valid today is valid tomorrow.
 var gapFrom = time.Date(2024, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), bad func(field, format string, args ...any)) {
+func validateHTTP(h *HTTPTarget, items bool, report func(field, msg string, cause error), bad func(field, format string, args ...any)) {
 	if h.URL == "" {
 		bad("http.url", "is required")
-	} else if checkExpansion("http.url", h.URL, report) {
+	} else if checkExpansion("http.url", h.URL, items, report) {
 		if msg := checkURL(h.URL); msg != "" {
 			bad("http.url", "%s", msg)
 		}
@@ -271,9 +272,9 @@ func validateHTTP(h *HTTPTarget, report func(field, msg string, cause error), ba
 		if strings.ContainsAny(v, "\r\n\x00") {
 			bad(field, "a header value holds no line breaks or NUL bytes")
 		}
-		checkExpansion(field, v, report)
+		checkExpansion(field, v, items, report)
 	}
-	checkExpansion("http.body", h.Body, report)
+	checkExpansion("http.body", h.Body, items, report)
 	if h.FollowRedirects != "" && !slices.Contains([]Redirects{RedirectsNone, RedirectsSameHost, RedirectsAny}, h.FollowRedirects) {
 		bad("http.follow_redirects", "%q must be one of none, same_host, any", h.FollowRedirects)
 	}
@@ -327,8 +328,8 @@ func validateExec(e *ExecTarget, bad func(field, format string, args ...any)) {
 
 // checkExpansion reports a ${NAME} in s that Expand would refuse whatever the
 // environment, and says whether s is clean.
-func checkExpansion(field, s string, report func(field, msg string, cause error)) bool {
-	err := checkVars(s)
+func checkExpansion(field, s string, items bool, report func(field, msg string, cause error)) bool {
+	err := checkVars(s, items)
 	if err == nil {
 		return true
 	}

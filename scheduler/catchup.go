@@ -61,7 +61,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		// Only the release can say a tick was never started: nothing is
 		// inferred from this node's clock (the releaser's may differ), and a
 		// re-run stays marked through every later handoff.
-		handed := !f.Rerun && rel.handed(rec.e.job.Name, f.Tick)
+		handed := !f.Rerun && rel.handed(rec.e.name, f.Tick)
 		w := &waitTick{rec: rec, tickRef: tickRef{tick: f.Tick, from: reclaimed, rerun: !handed, man: rec.takenOver(f)}}
 		if f.Tick.After(now) {
 			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})
@@ -271,7 +271,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 		}
 		var fresh []*jobRec
 		for _, e := range t.byShard[sh.g.Shard] {
-			rec := sh.jobs[e.job.Name]
+			rec := sh.jobs[e.name]
 			switch {
 			case rec != nil && rec.removed && rec.rev == 0 && rec.writing == nil && rec.active == 0:
 				// Removed, and its record deleted: whatever this owner
@@ -290,8 +290,8 @@ func (s *Scheduler) installJobs(now time.Time) {
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec == nil:
-				st, ok := sh.orphans[e.job.Name]
-				delete(sh.orphans, e.job.Name)
+				st, ok := sh.orphans[e.name]
+				delete(sh.orphans, e.name)
 				rec = s.newRec(sh, e, st, ok)
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
@@ -336,7 +336,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 // dropped rather than started. A drain changes nothing else of its jobs.
 func suspendHeld(sh *ownedShard, t *table) {
 	for _, e := range t.byShard[sh.g.Shard] {
-		if rec := sh.jobs[e.job.Name]; rec != nil && e.job.Suspend {
+		if rec := sh.jobs[e.name]; rec != nil && e.job.Suspend {
 			rec.suspendRuns()
 		}
 	}

@@ -182,15 +182,18 @@ type Store interface {
 }
 
 // Run is one tick of one job, as handed to a Runner. It carries the run's
-// identity: (Cluster, Job.Name, Tick) is the idempotency key and Token the
-// fencing token receivers compare.
+// identity: (Cluster, Job.Name, Item, Tick) is the idempotency key and Token
+// the fencing token receivers compare.
 type Run struct {
 	Cluster string
 	Node    string
 	Job     config.Job
-	Tick    time.Time
-	Shard   int
-	Token   int64
+	// Item is the run's item of a sharded job (config.Job.Items); zero for
+	// a job without items.
+	Item  config.Item
+	Tick  time.Time
+	Shard int
+	Token int64
 	// Rerun is true when the tick was claimed before under an older token
 	// and is run again because that run was interrupted.
 	Rerun bool
@@ -278,13 +281,14 @@ type Loader interface {
 }
 
 // Notification is one decided notification of a job (config.Notify), as
-// handed to a Notifier. (Cluster, Job.Name, Tick, Kind) is its
+// handed to a Notifier. (Cluster, Job.Name, Item, Tick, Kind) is its
 // idempotency key: no two notifications share it, and a repeat of one
 // (Rerun) keeps it.
 type Notification struct {
 	Cluster string
 	Node    string
 	Job     config.Job
+	Item    config.Item // the item of a sharded job; zero for a job without items
 	Tick    time.Time
 	Kind    config.NotifyKind
 	// Status, Detail and Attempts are the outcome that decided it: the

@@ -32,7 +32,7 @@ func (h waitHeap) Less(i, j int) bool {
 	if !a.tick.Equal(b.tick) {
 		return a.tick.Before(b.tick)
 	}
-	return a.rec.e.job.Name < b.rec.e.job.Name
+	return a.rec.e.name < b.rec.e.name
 }
 func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *waitHeap) Push(x any)   { *h = append(*h, x.(*waitTick)) }

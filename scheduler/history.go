@@ -70,7 +70,7 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 			continue
 		}
 		d.recs = append(d.recs, rec)
-		d.ws = append(d.ws, HistoryWrite{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Entries: rec.hist})
+		d.ws = append(d.ws, HistoryWrite{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.name, Entries: rec.hist})
 		rec.hist = nil
 		rec.sh.histWrites++
 	}

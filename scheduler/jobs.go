@@ -22,12 +22,25 @@ type JobInfo struct {
 	// Owned is true when this replica owns the job's shard right now.
 	Owned     bool
 	Suspended bool
+	// Items is a sharded job's number of items (config.Job.Items), 0 for
+	// a job without items; OwnedItems is how many of them this replica
+	// owns (Owned: at least one). Item is the unit's item when the info is
+	// of one item (Units).
+	Items      int
+	OwnedItems int
+	Item       config.Item
 }
 
-// jobEntry is one job of a table. It is immutable once published, except
-// next, which readers advance lazily.
+// jobEntry is one unit of a table: a job, or one item of a sharded job
+// (config.Job.Items), which is scheduled, claimed, recorded and run on its
+// own. It is immutable once published, except next, which readers advance
+// lazily.
 type jobEntry struct {
-	job   config.Job
+	job config.Job
+	// name is the unit's name (config.UnitName): the job's, or
+	// "<job>:<item>"; records, triggers and history are keyed by it.
+	name  string
+	item  config.Item
 	sched cronspec.Schedule
 	shard int
 	// next caches the last computed next fire time (Unix nanoseconds; 0:
@@ -38,19 +51,24 @@ type jobEntry struct {
 // table is one version of the job set, as every replica holds it.
 type table struct {
 	version int64
-	rev     int64 // the set's Revision: suspend and resume overrides change it, not version
-	byName  map[string]*jobEntry
-	sorted  []*jobEntry   // by name
+	rev     int64                // the set's Revision: suspend and resume overrides change it, not version
+	byName  map[string]*jobEntry // by unit name
+	// sorted holds one entry a job, by name: a sharded job's item 0 stands
+	// for all of its items (Jobs).
+	sorted  []*jobEntry
 	byShard [][]*jobEntry // index: shard
 }
 
 // schedKey names a shared Schedule; a spec with H, and a schedule shaped
 // beyond its spec (config.Job.Shaped: a window, max_runs, a jitter, a
-// one-shot), is its job's own.
+// one-shot), is its job's own, and a jittered one its unit's.
 type schedKey struct{ spec, tz, name string }
 
-func keyOf(j *config.Job) schedKey {
-	if cronspec.Hashed(j.Schedule) || j.Shaped() {
+func keyOf(j *config.Job, unit string) schedKey {
+	switch {
+	case j.Jitter > 0:
+		return schedKey{j.Schedule, j.Timezone, unit}
+	case cronspec.Hashed(j.Schedule) || j.Shaped():
 		return schedKey{j.Schedule, j.Timezone, j.Name}
 	}
 	return schedKey{j.Schedule, j.Timezone, ""}
@@ -58,7 +76,8 @@ func keyOf(j *config.Job) schedKey {
 
 // buildTable parses set into a table, reusing prev's entries for unchanged
 // jobs and sharing one Schedule between jobs of the same spec and zone, so a
-// registered job costs little more than its own definition.
+// registered job costs little more than its own definition. A sharded job
+// becomes one entry an item, each in the shard of its unit's name.
 func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *slog.Logger) *table {
 	t := &table{
 		version: set.Version,
@@ -68,39 +87,58 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 		byShard: make([][]*jobEntry, shards),
 	}
 	scheds := make(map[schedKey]cronspec.Schedule)
+	seen := make(map[string]bool, len(set.Jobs))
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
-		if _, dup := t.byName[j.Name]; dup {
+		if seen[j.Name] {
 			log.Error("duplicate job in job set; keeping the first", "job", j.Name)
 			continue
 		}
-		var e *jobEntry
-		if prev != nil {
-			if old := prev.byName[j.Name]; old != nil && reflect.DeepEqual(old.job, *j) {
-				e = old
-				scheds[keyOf(j)] = old.sched
+		seen[j.Name] = true
+		n := max(1, j.ItemCount())
+		for k := range n {
+			var it config.Item
+			if j.ItemCount() > 0 {
+				it = j.Item(k)
+			}
+			e := t.entry(j, it, prev, scheds, shards, now, log)
+			if e == nil {
+				break
+			}
+			t.byName[e.name] = e
+			t.byShard[e.shard] = append(t.byShard[e.shard], e)
+			if k == 0 {
+				t.sorted = append(t.sorted, e)
 			}
 		}
-		if e == nil {
-			k := keyOf(j)
-			sc, ok := scheds[k]
-			if !ok {
-				var err error
-				if sc, err = j.Fires(); err != nil {
-					log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
-					continue
-				}
-				scheds[k] = sc
-			}
-			e = &jobEntry{job: *j, sched: sc, shard: keyspace.ShardOf(j.Name, shards)}
-			e.next.Store(unixNano(sc.Next(now)))
-		}
-		t.byName[j.Name] = e
-		t.sorted = append(t.sorted, e)
-		t.byShard[e.shard] = append(t.byShard[e.shard], e)
 	}
 	sort.Slice(t.sorted, func(a, b int) bool { return t.sorted[a].job.Name < t.sorted[b].job.Name })
 	return t
+}
+
+// entry returns the entry of j's unit for it: prev's when the job did not
+// change, else a new one; nil when the schedule does not parse.
+func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[schedKey]cronspec.Schedule, shards int, now time.Time, log *slog.Logger) *jobEntry {
+	name := config.UnitName(j.Name, it)
+	k := keyOf(j, name)
+	if prev != nil {
+		if old := prev.byName[name]; old != nil && old.item == it && reflect.DeepEqual(old.job, *j) {
+			scheds[k] = old.sched
+			return old
+		}
+	}
+	sc, ok := scheds[k]
+	if !ok {
+		var err error
+		if sc, err = j.ItemFires(it); err != nil {
+			log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
+			return nil
+		}
+		scheds[k] = sc
+	}
+	e := &jobEntry{job: *j, name: name, item: it, sched: sc, shard: keyspace.ShardOf(name, shards)}
+	e.next.Store(unixNano(sc.Next(now)))
+	return e
 }
 
 // nextAfter returns the entry's next fire time after now, advancing the
@@ -155,7 +193,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 	now := s.now()
 	out := make([]JobInfo, len(t.sorted))
 	for i, e := range t.sorted {
-		out[i] = s.info(e, now)
+		out[i] = s.info(t, e, now)
 	}
 	return out
 }
@@ -164,18 +202,75 @@ func (s *Scheduler) Jobs() []JobInfo {
 // every job; false if the job set has none by that name.
 func (s *Scheduler) Job(name string) (JobInfo, bool) {
 	t := s.table.Load()
-	if t == nil || t.byName[name] == nil {
+	if t == nil {
 		return JobInfo{}, false
 	}
-	return s.info(t.byName[name], s.now()), true
+	e := t.job(name)
+	if e == nil {
+		return JobInfo{}, false
+	}
+	return s.info(t, e, s.now()), true
 }
 
-func (s *Scheduler) info(e *jobEntry, now time.Time) JobInfo {
+// job returns the entry of the job named (a sharded job's item 0), nil if
+// there is none.
+func (t *table) job(job string) *jobEntry {
+	i := sort.Search(len(t.sorted), func(i int) bool { return t.sorted[i].job.Name >= job })
+	if i < len(t.sorted) && t.sorted[i].job.Name == job {
+		return t.sorted[i]
+	}
+	return nil
+}
+
+// Units returns the info of each of a job's units, in item order: its
+// items, or the job alone when it has none; false if the job set has no
+// job by that name.
+func (s *Scheduler) Units(job string) ([]JobInfo, bool) {
+	t := s.table.Load()
+	if t == nil {
+		return nil, false
+	}
+	first := t.job(job)
+	if first == nil {
+		return nil, false
+	}
+	now := s.now()
+	if first.item.IsZero() {
+		return []JobInfo{s.unitInfo(first, now)}, true
+	}
+	out := make([]JobInfo, 0, first.item.Count)
+	for k := range first.item.Count {
+		if e := t.byName[config.UnitName(job, first.job.Item(k))]; e != nil {
+			out = append(out, s.unitInfo(e, now))
+		}
+	}
+	return out, true
+}
+
+// info is what Jobs says of the job of e: for a sharded job (e its item
+// 0), of all of its items.
+func (s *Scheduler) info(t *table, e *jobEntry, now time.Time) JobInfo {
+	ji := s.unitInfo(e, now)
+	ji.Item = config.Item{}
+	if n := e.item.Count; n > 0 {
+		ji.Items, ji.OwnedItems, ji.Owned = n, 0, false
+		for k := range n {
+			if u := t.byName[config.UnitName(e.job.Name, e.job.Item(k))]; u != nil && s.owned[u.shard].Load() {
+				ji.OwnedItems++
+				ji.Owned = true
+			}
+		}
+	}
+	return ji
+}
+
+func (s *Scheduler) unitInfo(e *jobEntry, now time.Time) JobInfo {
 	return JobInfo{
 		Name:      e.job.Name,
 		Shard:     e.shard,
 		Next:      e.nextAfter(now),
 		Owned:     s.owned[e.shard].Load(),
 		Suspended: e.job.Suspend,
+		Item:      e.item,
 	}
 }

@@ -106,7 +106,7 @@ func (rec *jobRec) firing() bool {
 }
 
 func (rec *jobRec) logArgs() []any {
-	return []any{"shard", rec.sh.g.Shard, "token", rec.sh.g.Token, "job", rec.e.job.Name}
+	return []any{"shard", rec.sh.g.Shard, "token", rec.sh.g.Token, "job", rec.e.name}
 }
 
 type acquireReq struct {
@@ -167,7 +167,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	}
 	byName := make(map[string]*jobEntry, len(entries))
 	for _, e := range entries {
-		byName[e.job.Name] = e
+		byName[e.name] = e
 	}
 	// The newest token that wrote any record of the shard: a release older
 	// than it was followed by an owner that did not release (it crashed).
@@ -190,7 +190,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	sh.rel = rel
 	recs := make([]*jobRec, 0, len(entries))
 	for _, e := range entries {
-		st, ok := g.Checkpoint.Records[e.job.Name]
+		st, ok := g.Checkpoint.Records[e.name]
 		rec := s.newRec(sh, e, st, ok)
 		s.catchUp(rec, now, rel)
 		recs = append(recs, rec)
@@ -207,7 +207,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 // newRec builds the owner's view of a job from its stored record, if any.
 func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
 	rec := &jobRec{sh: sh, e: e}
-	sh.jobs[e.job.Name] = rec
+	sh.jobs[e.name] = rec
 	if !ok {
 		return rec
 	}

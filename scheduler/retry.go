@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"github.com/shardcron/shardcron/config"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 			return res, n
 		}
 		// From spec, not r.rec: this is the run's goroutine, and Run owns rec.
-		s.log.Info("run attempt failed; retrying", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", r.tick, "attempt", n,
+		s.log.Info("run attempt failed; retrying", "shard", spec.Shard, "token", spec.Token, "job", config.UnitName(spec.Job.Name, spec.Item), "tick", r.tick, "attempt", n,
 			"of", most, "retry_in", wait, "detail", res.Detail)
 		t := time.NewTimer(wait)
 		select {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/shardcron/shardcron/config"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -66,6 +67,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		Cluster:  s.cfg.Cluster,
 		Node:     s.cfg.Node,
 		Job:      rec.e.job,
+		Item:     rec.e.item,
 		Tick:     cronspec.Nominal(rec.e.sched, tick), // a jittered fire's identity is its tick
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
@@ -199,7 +201,7 @@ func (s *Scheduler) awaitContact(r *run, spec Run) error {
 	c, window := r.sh.g.Contact, s.cfg.ContactWindow
 	if c.ContactAge() > window {
 		s.m.heldNoContact.Inc()
-		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", spec.Job.Name, "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
+		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", config.UnitName(spec.Job.Name, spec.Item), "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
 		t := time.NewTicker(contactPoll)
 		defer t.Stop()
 		for c.ContactAge() > window {

@@ -19,7 +19,7 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 	s.log.Warn("job record changed under this owner; re-reading it", append(rec.logArgs(), "err", err)...)
 	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
-	sh, name, logArgs := rec.sh, rec.e.job.Name, rec.logArgs() // rec is Run's
+	sh, name, logArgs := rec.sh, rec.e.name, rec.logArgs() // rec is Run's
 	s.wg.Go(func() {
 		d := loadDone{rec: rec, pw: pw}
 		// An unknown outcome is retried while the safe deadline allows,

@@ -245,7 +245,7 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 // pending makes the write of val (nil: delete) in flight for rec.
 func (s *Scheduler) pending(rec *jobRec, ops []op, want Record, val []byte) *pendingWrite {
 	pw := &pendingWrite{rec: rec, ops: ops, want: want, sent: true, w: Write{
-		Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.job.Name, Value: val, Rev: rec.rev,
+		Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.name, Value: val, Rev: rec.rev,
 		Triggers: consumed(ops),
 	}}
 	rec.writing = pw

@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// A sharded job's items are units of their own: each is in the shard of
+// its unit's name, is run only by that shard's owner, carries its item,
+// and keeps its own record; two owners of all shards between them run every
+// item of every tick once.
+func TestItemsRunOnTheirShardsOwnerOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 12, Since: t0,
+			Concurrency: config.ConcurrencyForbid, Misfire: config.MisfireRunOnce}
+		hs := owners(t, 2, nil, j)
+		for sh := range testShards {
+			g, _ := hs[sh%2].grant(sh, int64(10+sh), nil)
+			hs[sh%2].s.Acquired(g)
+		}
+		sleepUntil(t0.Add(35 * time.Second))
+		synctest.Wait()
+
+		runs := map[string]int{} // "<item>@<tick>" -> runs
+		byOwner := [2]int{}
+		for i, h := range hs {
+			for _, r := range h.runner.of(j.Name) {
+				if r.Item.Count != 12 || r.Item.Name != fmt.Sprint(r.Item.Index) {
+					t.Fatalf("run carries item %+v", r.Item)
+				}
+				if want := keyspace.ShardOf(config.UnitName(j.Name, r.Item), testShards); r.Shard != want || want%2 != i {
+					t.Errorf("item %d ran on shard %d by owner %d; its shard is %d", r.Item.Index, r.Shard, i, want)
+				}
+				runs[fmt.Sprintf("%d@%s", r.Item.Index, r.Tick.Format(time.TimeOnly))]++
+				byOwner[i]++
+			}
+		}
+		for _, tick := range []time.Time{t0.Add(10 * time.Second), t0.Add(20 * time.Second), t0.Add(30 * time.Second)} {
+			for item := range 12 {
+				if n := runs[fmt.Sprintf("%d@%s", item, tick.Format(time.TimeOnly))]; n != 1 {
+					t.Errorf("item %d of tick %v ran %d times; want 1", item, tick, n)
+				}
+			}
+		}
+		if len(runs) != 36 || byOwner[0] == 0 || byOwner[1] == 0 {
+			t.Errorf("%d item ticks ran, %v per owner: want 36, spread over both", len(runs), byOwner)
+		}
+		for item := range 12 {
+			unit := config.UnitName(j.Name, j.Item(item))
+			if rec := hs[0].store.record(keyspace.ShardOf(unit, testShards), unit); !rec.LastClaimed.Equal(t0.Add(30 * time.Second)) {
+				t.Errorf("record of %s: last claimed %v", unit, rec.LastClaimed)
+			}
+		}
+		info, ok := hs[0].s.Job(j.Name)
+		units, _ := hs[0].s.Units(j.Name)
+		if !ok || info.Items != 12 || info.OwnedItems == 0 || info.OwnedItems == 12 || len(units) != 12 || units[5].Item.Index != 5 {
+			t.Errorf("Job() = %+v, %d units: want 12 items, some owned here", info, len(units))
+		}
+		if all := hs[0].s.Jobs(); len(all) != 1 {
+			t.Errorf("Jobs() lists %d rows for one sharded job", len(all))
+		}
+	})
+}
+
+// Dropping items (12 to 4) stops the dropped ones; the rest go on.
+func TestItemsDroppedStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 12, Since: t0,
+			Concurrency: config.ConcurrencyForbid, Misfire: config.MisfireRunOnce}
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		for sh := range testShards {
+			g, _ := h.grant(sh, int64(10+sh), nil)
+			h.s.Acquired(g)
+		}
+		sleepUntil(t0.Add(15 * time.Second))
+		j.Items = 4
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{j}})
+		sleepUntil(t0.Add(25 * time.Second))
+		synctest.Wait()
+		late := map[int]int{}
+		for _, r := range h.runner.of(j.Name) {
+			if r.Tick.Equal(t0.Add(20 * time.Second)) {
+				late[r.Item.Index]++
+			}
+		}
+		if len(late) != 4 || late[0] != 1 || late[3] != 1 {
+			t.Errorf("items run at the tick after the edit: %v; want 0-3 once each", late)
+		}
+	})
+}
