@@ -13,6 +13,26 @@ import (
 // unit's name is another job's, and "<job>:" prefixes exactly the job's
 // units in every key that ends in a job name.
 
+// Features lists what of the jobs file this build runs that an older
+// release would misread (it would ignore the field and run something else):
+// replicas publish it, and an apply that uses one is refused while a member
+// lacks it. "items": sharded jobs (an older release would run the job once
+// per tick, as a job without items).
+var Features = []string{FeatureItems}
+
+// FeatureItems names sharded jobs in Features.
+const FeatureItems = "items"
+
+// UsedFeatures returns the Features that set's jobs use, in Features order.
+func UsedFeatures(jobs []Job) []string {
+	for i := range jobs {
+		if jobs[i].ItemCount() > 0 {
+			return []string{FeatureItems}
+		}
+	}
+	return nil
+}
+
 // Bounds of a sharded job.
 const (
 	MaxItems       = 4096

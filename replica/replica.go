@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/shardcron/shardcron/config"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -112,8 +113,8 @@ func (r *Replica) Run(ctx context.Context) error {
 func (r *Replica) build(meta shard.Meta, addr string) (*shard.Manager, *scheduler.Scheduler, error) {
 	mcfg := shard.Config{
 		Cluster: r.cfg.Cluster, Node: r.cfg.Node, Address: addr, Version: r.cfg.Version,
-		JobSetFormat: jobstore.Format,
-		Lease:        r.cfg.Lease, DrainTimeout: r.cfg.DrainTimeout,
+		JobSetFormat: jobstore.Format, Features: config.Features,
+		Lease: r.cfg.Lease, DrainTimeout: r.cfg.DrainTimeout,
 		Logger: r.cfg.Logger, Registerer: r.cfg.Registry,
 	}
 	mcfg.Lease.Logger = r.log

@@ -38,6 +38,10 @@ type Config struct {
 	// (jobstore.Format), published in the member key: an apply writes a
 	// format only when every member reads it. Optional (0: format 1).
 	JobSetFormat int
+	// Features lists what of the jobs file this build runs that an older
+	// release would misread (config.Features), published in the member
+	// key: an apply that uses one is refused while a member lacks it.
+	Features []string
 	// Lease configures the node's session (TTL, margin, ...).
 	Lease lease.Config
 	// DrainTimeout bounds Handler.Drain for a shard that is released

@@ -22,6 +22,9 @@ type MemberInfo struct {
 	// JobSetFormat is the newest job set format the member reads; absent
 	// (0) from releases before format 2, which read format 1 only.
 	JobSetFormat int `json:"job_set_format,omitempty"`
+	// Features lists the jobs file's features the member runs
+	// (config.Features); absent from releases before sharded jobs.
+	Features []string `json:"features,omitempty"`
 }
 
 // OwnerInfo is the value of a shard lease key, own/shards/<shard>. The
@@ -42,7 +45,7 @@ func encode(v any) string {
 // fails with ErrDuplicateNode: a live replica is using the id.
 func (m *Manager) register(ctx context.Context, sess *lease.Session) (int64, error) {
 	key := m.ks.Member(m.cfg.Node)
-	val := encode(MemberInfo{Node: m.cfg.Node, Address: m.cfg.Address, Started: m.started, Version: m.cfg.Version, Format: 1, JobSetFormat: m.cfg.JobSetFormat})
+	val := encode(MemberInfo{Node: m.cfg.Node, Address: m.cfg.Address, Started: m.started, Version: m.cfg.Version, Format: 1, JobSetFormat: m.cfg.JobSetFormat, Features: m.cfg.Features})
 	// The old lease expires at most its TTL after its last renewal; allow
 	// an etcd election on top (a leader change extends leases by the
 	// election timeout).

@@ -54,7 +54,7 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 		if node, ok := ks.MemberFromKey(key); ok {
 			var info MemberInfo
 			_ = json.Unmarshal(kv.Value, &info) // an unreadable member still counts by name
-			st.Members = append(st.Members, MemberState{Node: node, Address: info.Address, Started: info.Started, Version: info.Version, JobSetFormat: info.JobSetFormat, Counted: true})
+			st.Members = append(st.Members, MemberState{Node: node, Address: info.Address, Started: info.Started, Version: info.Version, JobSetFormat: info.JobSetFormat, Features: info.Features, Counted: true})
 			names = append(names, node)
 			continue
 		}

@@ -62,6 +62,9 @@ type MemberState struct {
 	// JobSetFormat is the newest job set format the member reads (0: a
 	// release that reads format 1 only).
 	JobSetFormat int `json:"job_set_format,omitempty"`
+	// Features lists the jobs file's features the member runs (absent:
+	// a release before sharded jobs).
+	Features []string `json:"features,omitempty"`
 	// Counted: the member has settled and counts in the assignment (as
 	// this node sees it); a drained member never counts.
 	Counted bool `json:"counted"`
@@ -119,7 +122,7 @@ func (m *Manager) State() State {
 	for n, mv := range m.v.members {
 		drained := m.v.drained[n]
 		st.Members = append(st.Members, MemberState{Node: n, Address: mv.info.Address, Started: mv.info.Started,
-			Version: mv.info.Version, JobSetFormat: mv.info.JobSetFormat, Counted: mv.counted && !drained, Drained: drained, Lease: mv.lease})
+			Version: mv.info.Version, JobSetFormat: mv.info.JobSetFormat, Features: mv.info.Features, Counted: mv.counted && !drained, Drained: drained, Lease: mv.lease})
 	}
 	slices.SortFunc(st.Members, func(a, b MemberState) int { return strings.Compare(a.Node, b.Node) })
 	for s := range st.ShardSet {

@@ -244,6 +244,9 @@ reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 // in res. Removed jobs' records are found by a keys-only scan of ticks/,
 // which also repairs what an interrupted apply left.
 func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []config.Job, res *applyResult, replaceCorrupt bool, setFormat string) error {
+	if err := checkFeatures(ctx, ec, jobs); err != nil {
+		return err
+	}
 	shards, err := jobSetShards(ctx, ec, setFormat)
 	if err != nil {
 		return err
@@ -260,6 +263,33 @@ func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []con
 	if r.GCErr != nil {
 		res.GCError = r.GCErr.Error()
 		fmt.Fprintf(c.ErrOrStderr(), "warning: garbage collection of the old version is incomplete (the next apply retries): %v\n", r.GCErr)
+	}
+	return nil
+}
+
+// checkFeatures refuses a job set that uses a feature (config.Features)
+// a running member lacks: a replica of an earlier release would ignore the
+// field and run something else (a sharded job once per tick, as a job
+// without items). With no member up there is nothing to ask; UPGRADING.md
+// says not to start an earlier release while the set uses one.
+func checkFeatures(ctx context.Context, ec *etcdClient, jobs []config.Job) error {
+	used := config.UsedFeatures(jobs)
+	if len(used) == 0 {
+		return nil
+	}
+	st, err := shard.ReadState(ctx, ec.cli, ec.ks)
+	if errors.Is(err, shard.ErrNoMeta) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range st.Members {
+		for _, f := range used {
+			if !slices.Contains(m.Features, f) {
+				return fmt.Errorf("the jobs file has sharded jobs (items, item_names), which member %s (version %q) does not run: upgrade every replica first; nothing was applied", m.Node, m.Version)
+			}
+		}
 	}
 	return nil
 }
