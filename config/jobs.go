@@ -11,6 +11,10 @@ import (
 const (
 	// MaxJobs is the most jobs one file (and one cluster) holds.
 	MaxJobs = 100_000
+	// MaxUnits is the most units one file (and one cluster) holds: each
+	// job without items is one, each item of a sharded job another. Every
+	// replica holds every unit's schedule (about 0.5 KiB each).
+	MaxUnits = 200_000
 	// MaxNameLen is the longest job name, in bytes.
 	MaxNameLen = 128
 )
@@ -73,6 +77,7 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 
 	jobs := make([]Job, 0, len(items))
 	names := make(map[string]int, len(items))
+	units := 0
 	for i, n := range items {
 		items[i] = nil // let the decoded subtree go: a 100,000-job tree is large
 		j, d := decodeJob(n)
@@ -93,6 +98,13 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 			if j.Func != "" && o.HasFunc != nil && !o.HasFunc(j.Func) && !d.failedUnder("func") {
 				d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
 			}
+		}
+		if units += max(1, j.ItemCount()); units > MaxUnits && units-max(1, j.ItemCount()) <= MaxUnits {
+			field := "items"
+			if len(j.ItemNames) > 0 {
+				field = "item_names"
+			}
+			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: fmt.Sprintf("with this job's items the file has %d units (jobs plus items), more than the limit of %d", units, MaxUnits)})
 		}
 		if first, dup := names[j.Name]; dup && j.Name != "" {
 			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})

@@ -3,7 +3,9 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,5 +128,21 @@ func TestExamplesParse(t *testing.T) {
 	jobs, err := LoadJobs("../examples/jobs.yaml")
 	if err != nil || len(jobs) == 0 {
 		t.Fatalf("%d jobs, %v", len(jobs), err)
+	}
+}
+
+// The file's units (jobs plus items) are capped: the job whose items pass
+// MaxUnits is named, once.
+func TestParseJobsCapsUnits(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("jobs:\n")
+	n := MaxUnits/MaxItems + 1
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: j%d\n    schedule: \"@hourly\"\n    items: %d\n    exec: {command: [/bin/true]}\n", i, MaxItems)
+	}
+	_, err := ParseJobs("big.yaml", []byte(b.String()))
+	want := fmt.Sprintf("big.yaml:%d: job \"j%d\": field \"items\": with this job's items the file has %d units", 4*(n-1)+4, n-1, n*MaxItems)
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), "more than the limit") != 1 {
+		t.Fatalf("ParseJobs of %d jobs of %d items: %v\nwant one error starting %q", n, MaxItems, err, want)
 	}
 }
