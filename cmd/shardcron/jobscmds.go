@@ -64,6 +64,17 @@ type jobSchedule struct {
 	// Finished: not suspended, yet no fire after --from (a window that
 	// ended, a one-shot past, max_runs counted from --from reached).
 	Finished bool `json:"finished,omitempty"`
+	// Items is a sharded job's item count. Its items share Next, unless
+	// the job has a jitter: each item's fire times are then its own
+	// (ItemsNext, in item order).
+	Items     int        `json:"items,omitempty"`
+	ItemsNext []itemNext `json:"items_next,omitempty"`
+}
+
+// itemNext is one item's fire times.
+type itemNext struct {
+	Item string      `json:"item"`
+	Next []time.Time `json:"next"`
 }
 
 // schedulesOf lists every job's next n fire times after from. The jobs
@@ -86,6 +97,14 @@ func schedulesOf(jobs []config.Job, from time.Time, n int) []jobSchedule {
 		if sch, err := applied.Fires(); err == nil && !j.Suspend {
 			js.Next = cronspec.NextN(sch, from, n)
 			js.Finished = len(js.Next) == 0
+		}
+		if js.Items = j.ItemCount(); js.Items > 0 && j.Jitter > 0 && !j.Suspend {
+			js.Next = nil // no item fires on the job's own jitter
+			for k := range js.Items {
+				it := j.Item(k)
+				sch, _ := applied.ItemFires(it)
+				js.ItemsNext = append(js.ItemsNext, itemNext{Item: it.Name, Next: cronspec.NextN(sch, from, n)})
+			}
 		}
 		out[i] = js
 	}

@@ -111,3 +111,34 @@ func TestValidateShapedSchedules(t *testing.T) {
 		t.Errorf("jitter past the period: exit %d, %s", code, stderr)
 	}
 }
+
+// TestValidateItemSchedules: validate -o json gives a sharded job's item
+// count; with a jitter each item's fire times are its own (hashed from
+// the item's unit name), every one within [tick, tick+jitter).
+func TestValidateItemSchedules(t *testing.T) {
+	file := "jobs:\n" +
+		"  - {name: split, schedule: \"*/30 * * * * *\", items: 3, exec: {command: [\"true\"]}}\n" +
+		"  - {name: tenants, schedule: \"*/30 * * * * *\", item_names: [acme, globex], jitter: 20s, exec: {command: [\"true\"]}}\n"
+	from := "2026-03-08T00:00:00Z"
+	out, stderr, code := runCLIStdin(t, file, "validate", "-f", "-", "-o", "json", "--from", from, "--next", "3")
+	var v validateResult
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v.Schedules) != 2 {
+		t.Fatalf("validate -o json: exit %d, %s %s", code, out, stderr)
+	}
+	if s := v.Schedules[0]; s.Items != 3 || len(s.Next) != 3 || len(s.ItemsNext) != 0 {
+		t.Errorf("split: %+v; want 3 items sharing 3 next fires", s)
+	}
+	at, _ := time.Parse(time.RFC3339, from)
+	base, _ := cronspec.Parse("*/30 * * * * *", "UTC")
+	s := v.Schedules[1]
+	if s.Items != 2 || len(s.Next) != 0 || len(s.ItemsNext) != 2 || s.ItemsNext[1].Item != "globex" {
+		t.Fatalf("tenants: %+v; want each item's own fires", s)
+	}
+	for _, in := range s.ItemsNext {
+		for i, tick := range cronspec.NextN(base, at, 3) {
+			if want := tick.Add(cronspec.JitterOffset("tenants:"+in.Item, tick, 20*time.Second)); len(in.Next) != 3 || !in.Next[i].Equal(want) {
+				t.Errorf("tenants item %s: next %v, want [%d] = %v", in.Item, in.Next, i, want)
+			}
+		}
+	}
+}
