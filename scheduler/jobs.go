@@ -57,6 +57,8 @@ type table struct {
 	// for all of its items (Jobs).
 	sorted  []*jobEntry
 	byShard [][]*jobEntry // index: shard
+	// items holds each sharded job's units, in item order.
+	items map[string][]*jobEntry
 }
 
 // schedKey names a shared Schedule; a spec with H, and a schedule shaped
@@ -109,6 +111,12 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 			t.byShard[e.shard] = append(t.byShard[e.shard], e)
 			if k == 0 {
 				t.sorted = append(t.sorted, e)
+			}
+			if !it.IsZero() {
+				if t.items == nil {
+					t.items = make(map[string][]*jobEntry)
+				}
+				t.items[j.Name] = append(t.items[j.Name], e)
 			}
 		}
 	}
@@ -239,10 +247,8 @@ func (s *Scheduler) Units(job string) ([]JobInfo, bool) {
 		return []JobInfo{s.unitInfo(first, now)}, true
 	}
 	out := make([]JobInfo, 0, first.item.Count)
-	for k := range first.item.Count {
-		if e := t.byName[config.UnitName(job, first.job.Item(k))]; e != nil {
-			out = append(out, s.unitInfo(e, now))
-		}
+	for _, e := range t.items[job] {
+		out = append(out, s.unitInfo(e, now))
 	}
 	return out, true
 }
@@ -254,8 +260,8 @@ func (s *Scheduler) info(t *table, e *jobEntry, now time.Time) JobInfo {
 	ji.Item = config.Item{}
 	if n := e.item.Count; n > 0 {
 		ji.Items, ji.OwnedItems, ji.Owned = n, 0, false
-		for k := range n {
-			if u := t.byName[config.UnitName(e.job.Name, e.job.Item(k))]; u != nil && s.owned[u.shard].Load() {
+		for _, u := range t.items[e.job.Name] {
+			if s.owned[u.shard].Load() {
 				ji.OwnedItems++
 				ji.Owned = true
 			}
