@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A sharded job (Items or ItemNames) runs several items on every tick, each
@@ -116,6 +117,16 @@ func UnitName(job string, it Item) string {
 func SplitUnit(unit string) (job, item string) {
 	job, item, _ = strings.Cut(unit, UnitSep)
 	return job, item
+}
+
+// UnitSince is the Since of the job's unit for it: the later of the job's
+// Since and when the item was added (ItemsAdded), so an item added to a
+// running job has no missed ticks from before it existed.
+func (j *Job) UnitSince(it Item) time.Time {
+	if t, ok := j.ItemsAdded[it.Name]; ok && t.After(j.Since) {
+		return t
+	}
+	return j.Since
 }
 
 // ItemIndex returns the index of the job's item named name (a name in

@@ -136,6 +136,10 @@ type Job struct {
 	// not a misfire. Set by the job store, not the file; zero if the job was
 	// never resumed.
 	Resumed time.Time `yaml:"-" json:"resumed,omitzero"`
+	// ItemsAdded is when each item that was not in the job's first
+	// version was added, by item name: no owner runs a tick of that item
+	// at or before it (UnitSince). Set by the job store, not the file.
+	ItemsAdded map[string]time.Time `yaml:"-" json:"items_added,omitempty"`
 }
 
 // Fires returns the job's schedule as the scheduler runs it: its spec (or

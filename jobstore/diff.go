@@ -93,6 +93,7 @@ func sameSpec(a, b *config.Job) bool {
 	x, y := *a, *b
 	x.Since, y.Since = time.Time{}, time.Time{}
 	x.Resumed, y.Resumed = time.Time{}, time.Time{}
+	x.ItemsAdded, y.ItemsAdded = nil, nil
 	if reflect.DeepEqual(x, y) {
 		return true
 	}
@@ -106,7 +107,7 @@ func sameSpec(a, b *config.Job) bool {
 // which is the safe direction.
 func specOf(j *config.Job) []byte {
 	c := *j
-	c.Since, c.Resumed = time.Time{}, time.Time{}
+	c.Since, c.Resumed, c.ItemsAdded = time.Time{}, time.Time{}, nil
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return []byte(err.Error())

@@ -96,3 +96,38 @@ func TestItemsDroppedStop(t *testing.T) {
 		}
 	})
 }
+
+// An item added to a running job (ItemsAdded, set by the job store) starts
+// at its addition: a new owner of it, finding no record, catches up no
+// tick from before it existed, even under run_all.
+func TestItemAddedLaterHasNoMissedTicks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 2, Since: t0,
+			Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunAll}
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		for sh := range testShards {
+			g, _ := h.grant(sh, int64(10+sh), nil)
+			h.s.Acquired(g)
+		}
+		sleepUntil(t0.Add(35 * time.Second))
+		added := t0.Add(35 * time.Second)
+		j.Items, j.ItemsAdded = 4, map[string]time.Time{"2": added, "3": added}
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{j}})
+		sleepUntil(t0.Add(45 * time.Second))
+		synctest.Wait()
+		ticks := map[int][]time.Time{}
+		for _, r := range h.runner.of(j.Name) {
+			ticks[r.Item.Index] = append(ticks[r.Item.Index], r.Tick)
+		}
+		for item, want := range map[int]int{0: 4, 1: 4, 2: 1, 3: 1} {
+			if len(ticks[item]) != want {
+				t.Errorf("item %d ran ticks %v; want %d", item, ticks[item], want)
+			}
+		}
+		if got := ticks[2]; len(got) > 0 && !got[0].Equal(t0.Add(40*time.Second)) {
+			t.Errorf("the added item 2 first ran tick %v; want its first tick after the addition, %v", got[0], t0.Add(40*time.Second))
+		}
+	})
+}

@@ -66,9 +66,9 @@ type table struct {
 // one-shot), is its job's own, and a jittered one its unit's.
 type schedKey struct{ spec, tz, name string }
 
-func keyOf(j *config.Job, unit string) schedKey {
+func keyOf(j *config.Job, unit string, ownSince bool) schedKey {
 	switch {
-	case j.Jitter > 0:
+	case j.Jitter > 0, ownSince && j.Shaped():
 		return schedKey{j.Schedule, j.Timezone, unit}
 	case cronspec.Hashed(j.Schedule) || j.Shaped():
 		return schedKey{j.Schedule, j.Timezone, j.Name}
@@ -128,9 +128,12 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 // change, else a new one; nil when the schedule does not parse.
 func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[schedKey]cronspec.Schedule, shards int, now time.Time, log *slog.Logger) *jobEntry {
 	name := config.UnitName(j.Name, it)
-	k := keyOf(j, name)
+	// The unit's own copy of the job: an item added later starts later.
+	uj := *j
+	uj.Since = j.UnitSince(it)
+	k := keyOf(j, name, !uj.Since.Equal(j.Since))
 	if prev != nil {
-		if old := prev.byName[name]; old != nil && old.item == it && reflect.DeepEqual(old.job, *j) {
+		if old := prev.byName[name]; old != nil && old.item == it && reflect.DeepEqual(old.job, uj) {
 			scheds[k] = old.sched
 			return old
 		}
@@ -138,13 +141,13 @@ func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[sch
 	sc, ok := scheds[k]
 	if !ok {
 		var err error
-		if sc, err = j.ItemFires(it); err != nil {
+		if sc, err = uj.ItemFires(it); err != nil {
 			log.Error("job schedule does not parse; job ignored", "job", j.Name, "err", err)
 			return nil
 		}
 		scheds[k] = sc
 	}
-	e := &jobEntry{job: *j, name: name, item: it, sched: sc, shard: keyspace.ShardOf(name, shards)}
+	e := &jobEntry{job: uj, name: name, item: it, sched: sc, shard: keyspace.ShardOf(name, shards)}
 	e.next.Store(unixNano(sc.Next(now)))
 	return e
 }
