@@ -37,6 +37,12 @@ const (
 	// HeaderAttempt is the attempt of the tick on a retry (2, 3, ...);
 	// absent on the first attempt.
 	HeaderAttempt = "Shardcron-Attempt"
+	// HeaderItem, HeaderItems and HeaderItemName are a sharded job's item:
+	// its index (from 0), the job's number of items and the item's name;
+	// all three absent for a job without items.
+	HeaderItem     = "Shardcron-Item"
+	HeaderItems    = "Shardcron-Items"
+	HeaderItemName = "Shardcron-Item-Name"
 	// HeaderTraceparent and HeaderTracestate carry the attempt's W3C Trace
 	// Context when the run is traced (scheduler.Run.Trace); a job's own
 	// are then replaced, so the target's spans join the run's trace.
@@ -63,7 +69,7 @@ func (rn *Runner) runHTTP(ctx context.Context, r scheduler.Run) scheduler.Result
 
 func (rn *Runner) sendHTTP(ctx context.Context, r scheduler.Run, rd *redactor) scheduler.Result {
 	h := r.Job.HTTP
-	expand := func(s string) (string, error) { return rd.expand(s, rn.cfg.Env) }
+	expand := func(s string) (string, error) { return rd.expand(s, rn.lookup(r.Item)) }
 	url, err := expand(h.URL)
 	if err != nil {
 		return failed("url: %v", err)
@@ -225,7 +231,10 @@ func setIdentityHeaders(h http.Header, r scheduler.Run) {
 	delete(h, HeaderTrigger)
 	delete(h, HeaderTriggerID)
 	delete(h, HeaderAttempt)
-	vals := make([]string, 0, 12)
+	delete(h, HeaderItem)
+	delete(h, HeaderItems)
+	delete(h, HeaderItemName)
+	vals := make([]string, 0, 15)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -236,6 +245,11 @@ func setIdentityHeaders(h http.Header, r scheduler.Run) {
 	set(HeaderShard, strconv.Itoa(r.Shard))
 	set(HeaderFencingToken, strconv.FormatInt(r.Token, 10))
 	set(HeaderNode, r.Node)
+	if !r.Item.IsZero() {
+		set(HeaderItem, strconv.Itoa(r.Item.Index))
+		set(HeaderItems, strconv.Itoa(r.Item.Count))
+		set(HeaderItemName, r.Item.Name)
+	}
 	if r.Rerun {
 		set(HeaderRerun, "true")
 	}
@@ -285,10 +299,26 @@ func failed(format string, args ...any) scheduler.Result {
 	return scheduler.Result{Status: scheduler.StatusFailed, Detail: fmt.Sprintf(format, args...)}
 }
 
-// expand expands ${SHARDCRON_JOB_*} references against the server's
-// environment, by config's rules (validation already refused every other
-// name; an unset one is only known here, where the job runs).
-func (rn *Runner) expand(s string) (string, error) { return config.Expand(s, rn.cfg.Env) }
+// lookup answers a run's ${NAME} references: the item variables from the
+// run's item (none for a job without items), then SHARDCRON_JOB_* from the
+// server's environment, by config's rules (validation already refused every
+// other name; an unset one is only known here, where the job runs).
+func (rn *Runner) lookup(it config.Item) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := it.Var(name); ok {
+			return v, true
+		}
+		if !strings.HasPrefix(name, config.JobVarPrefix) {
+			return "", false
+		}
+		return rn.cfg.Env(name)
+	}
+}
+
+// expand expands s's references for a run of item it (rn.lookup).
+func (rn *Runner) expand(s string, it config.Item) (string, error) {
+	return config.Expand(s, rn.lookup(it))
+}
 
 // setHeaders sets the job's headers (expanded; Host sets the request's
 // host), a default User-Agent, and the run's identity headers last, so no

@@ -93,7 +93,7 @@ func TestHTTPIdentityHeaders(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, g, v)
 		}
 	}
-	for _, h := range []string{HeaderRerun, HeaderTrigger, HeaderTriggerID, HeaderAttempt} {
+	for _, h := range []string{HeaderRerun, HeaderTrigger, HeaderTriggerID, HeaderAttempt, HeaderItem, HeaderItems, HeaderItemName} {
 		if _, ok := got.Header[h]; ok {
 			t.Errorf("%s sent on a first attempt of a scheduled tick", h)
 		}

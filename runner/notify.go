@@ -47,23 +47,28 @@ const (
 
 var _ scheduler.Notifier = (*Runner)(nil)
 
-// RunKey is a run's idempotency key as one string: cluster, job and tick
-// (FormatTick), the three the run identity headers carry.
-func RunKey(cluster, job string, tick time.Time) string {
-	return cluster + "/" + job + "/" + FormatTick(tick)
+// RunKey is a run's idempotency key as one string: cluster, job, the
+// item's name for an item of a sharded job, and tick (FormatTick), which
+// the run identity headers carry. item is "" for a job without items.
+func RunKey(cluster, job, item string, tick time.Time) string {
+	if item == "" {
+		return cluster + "/" + job + "/" + FormatTick(tick)
+	}
+	return cluster + "/" + job + "/" + item + "/" + FormatTick(tick)
 }
 
 // NotificationKey is a notification's idempotency key: its run's key and
 // its kind. No two notifications share it, and a re-send keeps it.
-func NotificationKey(cluster, job string, tick time.Time, kind config.NotifyKind) string {
-	return RunKey(cluster, job, tick) + "/" + string(kind)
+func NotificationKey(cluster, job, item string, tick time.Time, kind config.NotifyKind) string {
+	return RunKey(cluster, job, item, tick) + "/" + string(kind)
 }
 
 // NotificationBody is the JSON a webhook receives.
 type NotificationBody struct {
 	Cluster  string            `json:"cluster"`
 	Job      string            `json:"job"`
-	Tick     string            `json:"tick"` // RFC 3339, UTC (FormatTick)
+	Item     *NotificationItem `json:"item,omitempty"` // a sharded job's item; absent otherwise
+	Tick     string            `json:"tick"`           // RFC 3339, UTC (FormatTick)
 	Kind     config.NotifyKind `json:"kind"`
 	Status   scheduler.Status  `json:"status"` // the outcome that decided it
 	Attempts int               `json:"attempts,omitempty"`
@@ -78,6 +83,14 @@ type NotificationBody struct {
 	// History is the path of the job's run history on any replica's HTTP
 	// address.
 	History string `json:"history"`
+}
+
+// NotificationItem is the item of a sharded job a notification is about,
+// as its run's Shardcron-Item, -Items and -Item-Name headers say it.
+type NotificationItem struct {
+	Index int    `json:"index"`
+	Items int    `json:"items"`
+	Name  string `json:"name"`
 }
 
 // Sign returns the Shardcron-Signature value of body, sent at t.
@@ -110,7 +123,8 @@ func (rn *Runner) notify(ctx context.Context, n scheduler.Notification, rd *reda
 		return errors.New("job has no notify webhook")
 	}
 	w := n.Job.Notify.Webhook
-	expand := func(s string) (string, error) { return rd.expand(s, rn.cfg.Env) }
+	// The webhook names no item (config refuses it): the server's env only.
+	expand := func(s string) (string, error) { return rd.expand(s, rn.lookup(config.Item{})) }
 	target, err := expand(w.URL)
 	if err != nil {
 		return fmt.Errorf("url: %v", err)
@@ -142,7 +156,11 @@ func (rn *Runner) notify(ctx context.Context, n scheduler.Notification, rd *reda
 
 // notificationBody is n as its webhook receives it.
 func notificationBody(n scheduler.Notification) NotificationBody {
-	return NotificationBody{
+	var item *NotificationItem
+	if !n.Item.IsZero() {
+		item = &NotificationItem{Index: n.Item.Index, Items: n.Item.Count, Name: n.Item.Name}
+	}
+	return NotificationBody{Item: item,
 		Cluster: n.Cluster, Job: n.Job.Name, Tick: FormatTick(n.Tick), Kind: n.Kind,
 		Status: n.Status, Attempts: n.Attempts, Detail: n.Detail, ConsecutiveFailures: n.Failures,
 		Node: n.Node, Shard: n.Shard, Token: n.Token, Rerun: n.Rerun,
@@ -203,9 +221,9 @@ func setNotificationHeaders(h http.Header, n scheduler.Notification, expand func
 			delete(h, k) // validation refuses them; a job built in code may not
 		}
 	}
-	setIdentityHeaders(h, scheduler.Run{Cluster: n.Cluster, Node: n.Node, Job: n.Job, Tick: n.Tick,
+	setIdentityHeaders(h, scheduler.Run{Cluster: n.Cluster, Node: n.Node, Job: n.Job, Item: n.Item, Tick: n.Tick,
 		Shard: n.Shard, Token: n.Token, Rerun: n.Rerun})
 	h.Set(HeaderNotification, string(n.Kind))
-	h.Set(HeaderIdempotencyKey, NotificationKey(n.Cluster, n.Job.Name, n.Tick, n.Kind))
+	h.Set(HeaderIdempotencyKey, NotificationKey(n.Cluster, n.Job.Name, n.Item.Name, n.Tick, n.Kind))
 	return nil
 }

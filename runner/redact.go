@@ -20,12 +20,13 @@ type redactor struct {
 	forms map[string]string // a value, in one of its forms -> its reference
 }
 
-// expand expands s against lookup (config.Expand) and remembers every value
-// it put in.
+// expand expands s against lookup (config.Expand) and remembers every
+// SHARDCRON_JOB_* value it put in. An item variable's value is no secret,
+// and a short one ("3") would be put back all over the detail.
 func (rd *redactor) expand(s string, lookup func(string) (string, bool)) (string, error) {
 	return config.Expand(s, func(name string) (string, bool) {
 		v, ok := lookup(name)
-		if ok {
+		if ok && strings.HasPrefix(name, config.JobVarPrefix) {
 			rd.add(name, v)
 		}
 		return v, ok
