@@ -3,8 +3,9 @@
 // effect once (docs/receiver.md).
 //
 // shardcron runs every tick at least once and marks every possible re-run;
-// every run carries an idempotency key (cluster, job, tick) and the fencing
-// token of the shard lease it was claimed under. A receiver keeps two
+// every run carries an idempotency key (cluster, job, item, tick; the item
+// of a sharded job, empty otherwise) and the fencing token of the shard
+// lease it was claimed under. A receiver keeps two
 // rules:
 //
 //  1. The token rule. For each (cluster, shard) keep the highest token seen;

@@ -11,12 +11,17 @@ const (
 	EnvFencingToken = "SHARDCRON_FENCING_TOKEN"
 	EnvNode         = "SHARDCRON_NODE"
 	EnvRerun        = "SHARDCRON_RERUN"
+	// EnvItem and EnvItemName are a sharded job's item: its index and its
+	// name; absent for a job without items.
+	EnvItem     = "SHARDCRON_ITEM"
+	EnvItemName = "SHARDCRON_ITEM_NAME"
 )
 
 // ParseEnv reads a run's identity from the environment through getenv
 // (os.Getenv), as ParseHeader does from headers.
 func ParseEnv(getenv func(string) string) (Delivery, error) {
-	return parse(getenv, EnvCluster, EnvJob, EnvTick, EnvShard, EnvFencingToken, EnvNode, EnvRerun)
+	return parse(getenv, identityNames{
+		EnvCluster, EnvJob, EnvItem, EnvItemName, EnvTick, EnvShard, EnvFencingToken, EnvNode, EnvRerun})
 }
 
 // Exec admits the exec run whose identity is in the environment (getenv is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,24 +18,39 @@ const (
 	HeaderFencingToken = "Shardcron-Fencing-Token"
 	HeaderNode         = "Shardcron-Node"
 	HeaderRerun        = "Shardcron-Rerun"
+	// HeaderItem and HeaderItemName are a sharded job's item: its index
+	// and its name; absent for a job without items.
+	HeaderItem     = "Shardcron-Item"
+	HeaderItemName = "Shardcron-Item-Name"
 )
 
 // ParseHeader reads a run's identity from its headers. Job, Tick, Shard
 // and Fencing-Token are required (ErrIdentity otherwise); Cluster may be
-// absent.
+// absent, and the item is absent for a job without items.
 func ParseHeader(h http.Header) (Delivery, error) {
-	return parse(func(name string) string { return h.Get(name) },
-		HeaderCluster, HeaderJob, HeaderTick, HeaderShard, HeaderFencingToken, HeaderNode, HeaderRerun)
+	return parse(func(name string) string { return h.Get(name) }, identityNames{
+		HeaderCluster, HeaderJob, HeaderItem, HeaderItemName, HeaderTick, HeaderShard, HeaderFencingToken, HeaderNode, HeaderRerun})
 }
 
-// parse reads an identity through get, by the names given in the order of
-// Delivery's fields.
-func parse(get func(string) string, cluster, job, tick, shard, token, node, rerun string) (Delivery, error) {
-	t, err1 := time.Parse(time.RFC3339Nano, get(tick))
-	sh, err2 := strconv.Atoi(get(shard))
-	tok, err3 := strconv.ParseInt(get(token), 10, 64)
-	d := Delivery{Cluster: get(cluster), Job: get(job), Tick: t.UTC(), Shard: sh, Token: tok, Node: get(node), Rerun: get(rerun) == "true"}
-	if d.Job == "" || err1 != nil || err2 != nil || err3 != nil {
+// identityNames are the names an identity is read by, headers or
+// environment variables.
+type identityNames struct {
+	cluster, job, item, itemName, tick, shard, token, node, rerun string
+}
+
+// parse reads an identity through get. An item is known by its name, or
+// by its index when the name is missing (an item's name is its index
+// unless the job names its items).
+func parse(get func(string) string, n identityNames) (Delivery, error) {
+	t, err1 := time.Parse(time.RFC3339Nano, get(n.tick))
+	sh, err2 := strconv.Atoi(get(n.shard))
+	tok, err3 := strconv.ParseInt(get(n.token), 10, 64)
+	d := Delivery{Cluster: get(n.cluster), Job: get(n.job), Item: get(n.itemName), Tick: t.UTC(),
+		Shard: sh, Token: tok, Node: get(n.node), Rerun: get(n.rerun) == "true"}
+	if d.Item == "" {
+		d.Item = get(n.item)
+	}
+	if d.Job == "" || err1 != nil || err2 != nil || err3 != nil || strings.Contains(d.Item, unitSep) {
 		return Delivery{}, ErrIdentity
 	}
 	return d, nil

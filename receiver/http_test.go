@@ -24,6 +24,9 @@ func send(t *testing.T, url string, d Delivery) *http.Response {
 		req.Header.Set(HeaderShard, strconv.Itoa(d.Shard))
 		req.Header.Set(HeaderFencingToken, strconv.FormatInt(d.Token, 10))
 		req.Header.Set(HeaderNode, "n1")
+		if d.Item != "" {
+			req.Header.Set(HeaderItemName, d.Item)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

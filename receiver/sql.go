@@ -21,7 +21,7 @@ const DDL = `CREATE TABLE IF NOT EXISTS shardcron_fence (
 );
 CREATE TABLE IF NOT EXISTS shardcron_keys (
     cluster VARCHAR(255) NOT NULL,
-    job     VARCHAR(255) NOT NULL,
+    job     VARCHAR(255) NOT NULL, -- the job, or "<job>:<item>" for an item
     tick    BIGINT       NOT NULL, -- Unix nanoseconds
     token   BIGINT       NOT NULL, -- of the accepted delivery
     status  INTEGER      NOT NULL, -- 0 while pending, else the outcome
@@ -154,11 +154,11 @@ func (s *SQL) admit(ctx context.Context, tx *sql.Tx, d Delivery, status int) (De
 	var st int
 	var seen int64
 	err = tx.QueryRowContext(ctx, s.q(`SELECT status, seen_at FROM shardcron_keys WHERE cluster = ? AND job = ? AND tick = ?`),
-		k.Cluster, k.Job, k.Tick).Scan(&st, &seen)
+		k.Cluster, k.Unit(), k.Tick).Scan(&st, &seen)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO shardcron_keys (cluster, job, tick, token, status, seen_at) VALUES (?, ?, ?, ?, ?, ?)`),
-			k.Cluster, k.Job, k.Tick, d.Token, status, now)
+			k.Cluster, k.Unit(), k.Tick, d.Token, status, now)
 		dec.Verdict = Accept
 	case err != nil:
 	case st != 0:
@@ -168,7 +168,7 @@ func (s *SQL) admit(ctx context.Context, tx *sql.Tx, d Delivery, status int) (De
 	default: // pending too long: its first delivery is presumed dead
 		var res sql.Result
 		res, err = tx.ExecContext(ctx, s.q(`UPDATE shardcron_keys SET token = ?, status = ?, seen_at = ? WHERE cluster = ? AND job = ? AND tick = ? AND status = 0 AND seen_at = ?`),
-			d.Token, status, now, k.Cluster, k.Job, k.Tick, seen)
+			d.Token, status, now, k.Cluster, k.Unit(), k.Tick, seen)
 		if n, e := rowsAffected(res, err); e == nil && n == 0 {
 			err = errChanged // a Complete or Forget came in between: try again
 		}
@@ -194,14 +194,14 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 // Complete implements Store.
 func (s *SQL) Complete(ctx context.Context, k Key, status int) error {
 	_, err := s.db.ExecContext(ctx, s.q(`UPDATE shardcron_keys SET status = ? WHERE cluster = ? AND job = ? AND tick = ? AND status = 0`),
-		status, k.Cluster, k.Job, k.Tick)
+		status, k.Cluster, k.Unit(), k.Tick)
 	return s.wrapKey(k, err)
 }
 
 // Forget implements Store.
 func (s *SQL) Forget(ctx context.Context, k Key) error {
 	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM shardcron_keys WHERE cluster = ? AND job = ? AND tick = ? AND status = 0`),
-		k.Cluster, k.Job, k.Tick)
+		k.Cluster, k.Unit(), k.Tick)
 	return s.wrapKey(k, err)
 }
 
@@ -241,5 +241,5 @@ func (s *SQL) wrapKey(k Key, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("receiver: key (%q, %q, %d): %w", k.Cluster, k.Job, k.Tick, err)
+	return fmt.Errorf("receiver: key (%q, %q, %d): %w", k.Cluster, k.Unit(), k.Tick, err)
 }

@@ -31,22 +31,41 @@ var (
 type Delivery struct {
 	Cluster string // may be empty when the receiver serves one cluster
 	Job     string
-	Tick    time.Time // UTC; a manual run's tick is not a whole second
-	Shard   int
-	Token   int64 // the fencing token: compared within (Cluster, Shard)
-	Node    string
-	Rerun   bool // shardcron marked it a possible re-run
+	// Item is the name of a sharded job's item (Shardcron-Item-Name), ""
+	// for a job without items: each item of a tick is a key of its own.
+	Item  string
+	Tick  time.Time // UTC; a manual run's tick is not a whole second
+	Shard int
+	Token int64 // the fencing token: compared within (Cluster, Shard)
+	Node  string
+	Rerun bool // shardcron marked it a possible re-run
 }
 
 // Key is the idempotency key of d.
-func (d Delivery) Key() Key { return Key{Cluster: d.Cluster, Job: d.Job, Tick: d.Tick.UnixNano()} }
+func (d Delivery) Key() Key {
+	return Key{Cluster: d.Cluster, Job: d.Job, Item: d.Item, Tick: d.Tick.UnixNano()}
+}
 
 // Key is a run's idempotency key. Tick is Unix nanoseconds, so keys compare
-// with == whatever the tick's location.
+// with == whatever the tick's location. Item is "" for a job without items.
 type Key struct {
 	Cluster string
 	Job     string
+	Item    string
 	Tick    int64
+}
+
+// unitSep joins a job and its item in Unit: ':' is in no job's name.
+const unitSep = ":"
+
+// Unit is the job's name, or "<job>:<item>" for an item of a sharded job,
+// as shardcron names the item's unit: what the SQL store keeps in its job
+// column, so that one key's row is one item's.
+func (k Key) Unit() string {
+	if k.Item == "" {
+		return k.Job
+	}
+	return k.Job + unitSep + k.Item
 }
 
 // Verdict is what to do with a delivery.
