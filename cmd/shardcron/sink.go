@@ -13,8 +13,8 @@ import (
 // sink is a fencing-aware HTTP receiver: what `dev` points its example jobs
 // at, and the ledger of the fault suite. It is also the reference for users
 // writing receivers: receiver.Middleware rejects a fencing token lower than
-// the highest seen for the shard and drops a repeat of a key; package
-// ledger keeps the books, repeats and stale tokens included.
+// the highest seen for the shard and drops a repeat of a key (job, item,
+// tick); package ledger keeps the books, repeats and stale tokens included.
 type sink struct {
 	log *slog.Logger
 	led *ledger.Ledger
@@ -43,10 +43,10 @@ func (s *sink) observe(r *http.Request, t receiver.Ticket) {
 	s.led.Observe(r, t)
 	d := t.Delivery
 	if t.Verdict == receiver.Stale {
-		s.log.Warn("sink rejected a stale fencing token", "job", d.Job, "tick", d.Tick, "shard", d.Shard, "token", d.Token, "highest", t.Highest, "node", d.Node)
+		s.log.Warn("sink rejected a stale fencing token", "job", d.Job, "item", d.Item, "tick", d.Tick, "shard", d.Shard, "token", d.Token, "highest", t.Highest, "node", d.Node)
 		return
 	}
-	s.log.Info("sink received", "job", d.Job, "tick", d.Tick.Format(time.RFC3339), "shard", d.Shard, "token", d.Token, "node", d.Node, "path", r.URL.Path, "duplicate", t.Verdict != receiver.Accept)
+	s.log.Info("sink received", "job", d.Job, "item", d.Item, "tick", d.Tick.Format(time.RFC3339), "shard", d.Shard, "token", d.Token, "node", d.Node, "path", r.URL.Path, "duplicate", t.Verdict != receiver.Accept)
 }
 
 // Fires returns a copy of every request received so far.

@@ -1,10 +1,10 @@
 // Command ledger is the end-to-end suite's fencing-aware HTTP sink, run in
-// its own container: it records every fire (job, tick, node, shard, token,
-// re-run mark). receiver.Middleware judges each: a fencing token lower than
-// the highest seen for that shard gets 409, a repeat of a (job, tick) is
-// dropped with 200, and package internal/ledger counts both, so the suite
-// can count duplicates and stale tokens. GET /ledger returns every fire as
-// JSON (ledger.Fire).
+// its own container: it records every fire (job, item, tick, node, shard,
+// token, re-run mark). receiver.Middleware judges each: a fencing token lower
+// than the highest seen for that shard gets 409, a repeat of a (job, item,
+// tick) is dropped with 200, and package internal/ledger counts both, so the
+// suite can count duplicates and stale tokens. GET /ledger returns every fire
+// as JSON (ledger.Fire; "item" only for a sharded job's item).
 package main
 
 import (

@@ -20,6 +20,7 @@ import (
 type Fire struct {
 	Cluster  string    `json:"cluster,omitempty"`
 	Job      string    `json:"job"`
+	Item     string    `json:"item,omitempty"` // a sharded job's item's name; "" for a job without items
 	Tick     time.Time `json:"tick"`
 	Shard    int       `json:"shard"`
 	Token    int64     `json:"token"`
@@ -27,7 +28,7 @@ type Fire struct {
 	Rerun    bool      `json:"rerun"`
 	At       time.Time `json:"at"`       // receipt
 	Accepted bool      `json:"accepted"` // false: a stale token, rejected
-	Dup      bool      `json:"dup"`      // a repeat of a (job, tick) with a current token
+	Dup      bool      `json:"dup"`      // a repeat of a (job, item, tick) with a current token
 }
 
 // ErrIdentity is a request without a run's identity headers.
@@ -44,20 +45,20 @@ func Parse(h http.Header, at time.Time) (Fire, error) {
 }
 
 func fireOf(d receiver.Delivery, at time.Time) Fire {
-	return Fire{Cluster: d.Cluster, Job: d.Job, Tick: d.Tick, Shard: d.Shard, Token: d.Token, Node: d.Node, Rerun: d.Rerun, At: at}
+	return Fire{Cluster: d.Cluster, Job: d.Job, Item: d.Item, Tick: d.Tick, Shard: d.Shard, Token: d.Token, Node: d.Node, Rerun: d.Rerun, At: at}
 }
 
 // Delivery is f's identity, as package receiver judges it.
 func (f Fire) Delivery() receiver.Delivery {
-	return receiver.Delivery{Cluster: f.Cluster, Job: f.Job, Tick: f.Tick, Shard: f.Shard, Token: f.Token, Node: f.Node, Rerun: f.Rerun}
+	return receiver.Delivery{Cluster: f.Cluster, Job: f.Job, Item: f.Item, Tick: f.Tick, Shard: f.Shard, Token: f.Token, Node: f.Node, Rerun: f.Rerun}
 }
 
 type key struct {
-	job  string
-	tick int64 // Unix nanoseconds: a manual tick is not a whole second
+	job, item string
+	tick      int64 // Unix nanoseconds: a manual tick is not a whole second
 }
 
-// Seen is what the ledger accepted of one (job, tick).
+// Seen is what the ledger accepted of one (job, item, tick).
 type Seen struct {
 	N     int       // accepted runs
 	First time.Time // receipt of the first
@@ -111,7 +112,7 @@ func (l *Ledger) Enter(f Fire, v receiver.Verdict) Fire {
 	defer l.mu.Unlock()
 	f.Accepted = v != receiver.Stale
 	if f.Accepted {
-		k := key{f.Job, f.Tick.UnixNano()}
+		k := key{f.Job, f.Item, f.Tick.UnixNano()}
 		s := l.seen[k]
 		f.Dup = v != receiver.Accept
 		if s.N == 0 {
@@ -126,11 +127,14 @@ func (l *Ledger) Enter(f Fire, v receiver.Verdict) Fire {
 	return f
 }
 
-// Seen returns what was accepted of job's tick.
-func (l *Ledger) Seen(job string, tick time.Time) Seen {
+// Seen returns what was accepted of job's tick, for a job without items.
+func (l *Ledger) Seen(job string, tick time.Time) Seen { return l.SeenItem(job, "", tick) }
+
+// SeenItem returns what was accepted of the tick of job's item (its name).
+func (l *Ledger) SeenItem(job, item string, tick time.Time) Seen {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seen[key{job, tick.UnixNano()}]
+	return l.seen[key{job, item, tick.UnixNano()}]
 }
 
 // Stale counts the runs rejected for a stale token.

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +107,39 @@ func TestObserve(t *testing.T) {
 	fs := l.Fires()
 	if applied != 1 || len(fs) != 3 || fs[0].Dup || !fs[1].Dup || !fs[1].Accepted || fs[2].Accepted || l.Stale() != 1 {
 		t.Errorf("applied %d, fires %+v, stale %d", applied, fs, l.Stale())
+	}
+}
+
+// Each item of a sharded job's tick is counted on its own: two items of
+// one tick are two runs, an item's repeat a duplicate; the fires carry the
+// item, and their JSON names it only for an item.
+func TestItems(t *testing.T) {
+	l := New()
+	h := receiver.Middleware(l.Store(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}), receiver.WithObserver(l.Observe))
+	for _, item := range []string{"eu", "us", "eu", ""} {
+		req := httptest.NewRequest(http.MethodPost, "/", nil)
+		req.Header = headers("j", "2026-11-30T20:00:01Z", "7", "5")
+		if item != "" {
+			req.Header.Set("Shardcron-Item-Name", item)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	t0 := time.Date(2026, 11, 30, 20, 0, 1, 0, time.UTC)
+	for item, n := range map[string]int{"eu": 2, "us": 1, "": 1} {
+		if s := l.SeenItem("j", item, t0); s.N != n {
+			t.Errorf("SeenItem(j, %q) = %+v, want %d runs", item, s, n)
+		}
+	}
+	fs := l.Fires()
+	if len(fs) != 4 || fs[0].Item != "eu" || fs[1].Item != "us" || fs[1].Dup || !fs[2].Dup || fs[3].Item != "" || fs[3].Dup {
+		t.Fatalf("fires %+v", fs)
+	}
+	if js, _ := json.Marshal(fs[0]); !strings.Contains(string(js), `"item":"eu"`) {
+		t.Errorf("item's fire as JSON: %s", js)
+	}
+	if js, _ := json.Marshal(fs[3]); strings.Contains(string(js), `"item"`) {
+		t.Errorf("plain fire as JSON names an item: %s", js)
 	}
 }
