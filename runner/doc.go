@@ -3,21 +3,24 @@
 //
 // # What a run carries
 //
-// Every run carries its identity: the idempotency key (cluster, job, tick)
-// and the fencing token of the shard lease under which it was claimed, plus
-// the shard and the node. HTTP jobs send them as the headers
+// Every run carries its identity: the idempotency key (cluster, job, item,
+// tick; the item of a sharded job, none otherwise) and the fencing token of
+// the shard lease under which it was claimed, plus the shard and the node.
+// HTTP jobs send them as the headers
 // Shardcron-Cluster, Shardcron-Job, Shardcron-Tick (RFC 3339, UTC),
 // Shardcron-Shard, Shardcron-Fencing-Token and Shardcron-Node (and
 // Shardcron-Rerun: true when the tick is run again after an interrupted
 // run; Shardcron-Trigger: manual and Shardcron-Trigger-Id on a manual tick;
-// Shardcron-Attempt on a retry). Exec jobs get the same as the environment
-// variables SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK,
+// Shardcron-Attempt on a retry; Shardcron-Item, Shardcron-Items and
+// Shardcron-Item-Name on a run of an item of a sharded job: its index, the
+// job's number of items, its name). Exec jobs get the same as the
+// environment variables SHARDCRON_CLUSTER, SHARDCRON_JOB, SHARDCRON_TICK,
 // SHARDCRON_SHARD, SHARDCRON_FENCING_TOKEN, SHARDCRON_NODE (and
 // SHARDCRON_RERUN=true, SHARDCRON_TRIGGER=manual, SHARDCRON_TRIGGER_ID,
-// SHARDCRON_ATTEMPT). A traced run (scheduler.Run.Trace) also sends the
-// W3C headers traceparent and tracestate, and an exec job gets them as
-// TRACEPARENT and TRACESTATE, so the target's own spans join the run's
-// trace.
+// SHARDCRON_ATTEMPT, SHARDCRON_ITEM, SHARDCRON_ITEMS, SHARDCRON_ITEM_NAME).
+// A traced run (scheduler.Run.Trace) also sends the W3C headers
+// traceparent and tracestate, and an exec job gets them as TRACEPARENT and
+// TRACESTATE, so the target's own spans join the run's trace.
 // In-process handlers read it with IdentityFrom. A job cannot override the
 // identity: its own headers and env of the same names are replaced.
 //
@@ -29,8 +32,11 @@
 //     right before starting a process; it does not rely on a timer having
 //     fired (after a pause any goroutine may run first).
 //   - ${NAME} in a job's URL, headers, body and exec env expands only names
-//     starting with SHARDCRON_JOB_; anything else, or an unset name, fails
-//     the run before anything is sent or started. The server's environment
+//     starting with SHARDCRON_JOB_ and, in an item's run, the item variables
+//     (config.VarItem, VarItems, VarItemName) from the run's item; anything
+//     else, or an unset name, fails the run before anything is sent or
+//     started. An exec command's arguments expand the item variables and
+//     nothing else (config.ExpandItem). The server's environment
 //     is never inherited by a job: an exec job sees only the identity
 //     variables, PATH, HOME and its own env.
 //   - The replica's own policy holds whatever the job set says (a job
@@ -44,7 +50,8 @@
 //     http, never with Referer, and never with the job's headers and body
 //     to another host.
 //   - No value a run's ${SHARDCRON_JOB_*} references expanded to appears in
-//     its Result.Detail, as is or escaped; Result.Output is the target's
+//     its Result.Detail, as is or escaped (an item's values are no secrets
+//     and stay); Result.Output is the target's
 //     and is empty when the job says keep_output: false.
 //   - A run's work ends with the call: Run returns only when the request is
 //     finished or abandoned, the process group is dead, or the function

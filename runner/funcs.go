@@ -61,7 +61,8 @@ func withIdentity(ctx context.Context, r scheduler.Run) context.Context {
 }
 
 // IdentityFrom returns the run whose context ctx is (or derives from): its
-// cluster, job, tick (the idempotency key), shard, fencing token and node.
+// cluster, job, item and tick (the idempotency key), shard, fencing token
+// and node.
 func IdentityFrom(ctx context.Context) (scheduler.Run, bool) {
 	r, ok := ctx.Value(identityKey{}).(scheduler.Run)
 	return r, ok
