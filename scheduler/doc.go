@@ -90,7 +90,7 @@
 // one left by an owner that crashed or was cut off after its tick came due
 // is run as a possible re-run, since nothing tells a crash just before the
 // tick from one just after its run started. Receivers that dedupe on
-// (cluster, job, tick) and reject tokens lower than the highest seen for the
+// (cluster, job, item, tick) and reject tokens lower than the highest seen for the
 // shard see each tick take effect once.
 //
 // Runs cancelled by a Drain that timed out, or by the shutdown of Run, are

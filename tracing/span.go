@@ -30,6 +30,7 @@ const (
 	AttrNode       = attribute.Key("shardcron.node")
 	AttrRerun      = attribute.Key("shardcron.rerun")
 	AttrTrigger    = attribute.Key("shardcron.trigger") // a manual tick's request id
+	AttrItem       = attribute.Key("shardcron.item")    // a sharded job's item name
 	AttrTarget     = attribute.Key("shardcron.target")  // http, exec or func
 	AttrAttempt    = attribute.Key("shardcron.attempt")
 	AttrAttempts   = attribute.Key("shardcron.attempts")
@@ -57,6 +58,9 @@ func (t runTracer) StartRun(r scheduler.Run) scheduler.RunSpan {
 		AttrNode.String(r.Node),
 		AttrRerun.Bool(r.Rerun),
 		AttrTarget.String(target(r)),
+	}
+	if !r.Item.IsZero() {
+		attrs = append(attrs, AttrItem.String(r.Item.Name))
 	}
 	if r.Trigger != "" {
 		attrs = append(attrs, AttrTrigger.String(r.Trigger))

@@ -35,6 +35,7 @@ func testRun() scheduler.Run {
 		Cluster: "prod-eu", Node: "node-7", Shard: 517, Token: 90210, Rerun: true, Trigger: "7f3a9c",
 		Tick: time.Date(2026, 12, 1, 12, 0, 5, 0, time.UTC),
 		Job:  config.Job{Name: "invoice-sweep", HTTP: &config.HTTPTarget{URL: "http://x", Method: "PUT"}},
+		Item: config.Item{Index: 2, Count: 3, Name: "globex"},
 	}
 }
 
@@ -147,7 +148,7 @@ func TestSpansReachCollector(t *testing.T) {
 		"shardcron.shard": int64(517), "shardcron.token": int64(90210), "shardcron.node": "node-7",
 		"shardcron.rerun": true, "shardcron.trigger": "7f3a9c", "shardcron.target": "http",
 		"shardcron.attempts": int64(2), "shardcron.outcome": "succeeded", "shardcron.duration_ms": int64(1500),
-		"shardcron.detail": "HTTP 200 OK",
+		"shardcron.detail": "HTTP 200 OK", "shardcron.item": "globex",
 	}
 	for k, v := range want {
 		if run.Attrs[k] != v {
