@@ -18,14 +18,18 @@ import (
 )
 
 // The fault suite: an etcd process, three `shardcron server` processes, and
-// jobs firing every second with misfire run_all into a fencing-aware ledger
+// jobs (and the items of a sharded job) firing every second with misfire
+// run_all into a fencing-aware ledger
 // (the sink). Faults land once between ticks and once while runs are in
 // flight. The ledger must show what docs/design.md ("What works means") promises;
 // the test prints its figures every time.
 
 const (
-	faultTTL         = 3 * time.Second
-	faultJobs        = 8
+	faultTTL  = 3 * time.Second
+	faultJobs = 8
+	// faultItems is the item count of the suite's sharded job: its items
+	// are units of their own, held to the same promises as the jobs.
+	faultItems       = 6
 	faultShards      = 64
 	faultClusterName = "faults"
 	// takeoverSlack is added to the TTL for a crash takeover: docs/design.md
@@ -69,6 +73,7 @@ func writeFaultJobs(t *testing.T, ledgerURL string) string {
 		}
 		fmt.Fprintf(&b, "  - name: fault-job-%02d\n    schedule: \"* * * * * *\"\n    http: {url: %q, method: POST}\n    timeout: 5s%s\n    misfire: run_all\n    starting_deadline: 1m\n", i, ledgerURL, concurrency)
 	}
+	fmt.Fprintf(&b, "  - name: fault-items\n    schedule: \"* * * * * *\"\n    items: %d\n    http: {url: %q, method: POST}\n    timeout: 5s\n    misfire: run_all\n    starting_deadline: 1m\n", faultItems, ledgerURL)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -164,7 +169,28 @@ func TestFaultSuite(t *testing.T) {
 
 type fireKey struct {
 	Job  string
+	Item string // "" for a job without items
 	Tick time.Time
+}
+
+// faultUnits lists what the ledger must see once a tick: each job, and
+// each item of the sharded job.
+func faultUnits() []fireKey {
+	var us []fireKey
+	for i := range faultJobs {
+		us = append(us, fireKey{Job: fmt.Sprintf("fault-job-%02d", i)})
+	}
+	for i := range faultItems {
+		us = append(us, fireKey{Job: "fault-items", Item: fmt.Sprint(i)})
+	}
+	return us
+}
+
+func (k fireKey) String() string {
+	if k.Item == "" {
+		return k.Job
+	}
+	return k.Job + ":" + k.Item
 }
 
 // ledgerReport summarises the ledger over [begin, end].
@@ -192,14 +218,15 @@ func analyse(fires []fire, begin, end time.Time, windows []window) ledgerReport 
 		if f.Rerun {
 			r.reruns++
 		}
-		got[fireKey{f.Job, f.Tick}] = append(got[fireKey{f.Job, f.Tick}], f)
+		k := fireKey{f.Job, f.Item, f.Tick}
+		got[k] = append(got[k], f)
 		r.maxLateness = max(r.maxLateness, f.At.Sub(f.Tick))
 	}
-	for i := range faultJobs {
-		job := fmt.Sprintf("fault-job-%02d", i)
+	for _, u := range faultUnits() {
+		job := u.String()
 		for tick := begin; !tick.After(end); tick = tick.Add(time.Second) {
 			r.expected++
-			fs := got[fireKey{job, tick.UTC()}]
+			fs := got[fireKey{u.Job, u.Item, tick.UTC()}]
 			if len(fs) == 0 {
 				r.missed++
 				r.missedTicks = append(r.missedTicks, job+"@"+tick.UTC().Format("15:04:05"))
