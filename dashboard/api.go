@@ -178,15 +178,8 @@ func jobsQuery(r *http.Request) (JobsQuery, error) {
 	jq := JobsQuery{Limit: DefaultPageSize, Shard: -1}
 	q := r.URL.Query()
 	var err error
-	if v := q.Get("offset"); v != "" {
-		if jq.Offset, err = strconv.Atoi(v); err != nil || jq.Offset < 0 {
-			return jq, fmt.Errorf("offset %q: want a whole number ≥ 0", v)
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		if jq.Limit, err = strconv.Atoi(v); err != nil || jq.Limit < 1 || jq.Limit > MaxPageSize {
-			return jq, fmt.Errorf("limit %q: want 1 to %d", v, MaxPageSize)
-		}
+	if jq.Offset, jq.Limit, err = pageBounds(r); err != nil {
+		return jq, err
 	}
 	if v := q.Get("shard"); v != "" {
 		if jq.Shard, err = strconv.Atoi(v); err != nil || jq.Shard < 0 {
@@ -198,6 +191,24 @@ func jobsQuery(r *http.Request) (JobsQuery, error) {
 		return jq, fmt.Errorf("q: at most 128 characters (a job name's limit)")
 	}
 	return jq, nil
+}
+
+// pageBounds reads ?offset=&limit= (default 0 and DefaultPageSize; limit
+// at most MaxPageSize).
+func pageBounds(r *http.Request) (offset, limit int, err error) {
+	q := r.URL.Query()
+	limit = DefaultPageSize
+	if v := q.Get("offset"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			return 0, 0, fmt.Errorf("offset %q: want a whole number ≥ 0", v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > MaxPageSize {
+			return 0, 0, fmt.Errorf("limit %q: want 1 to %d", v, MaxPageSize)
+		}
+	}
+	return offset, limit, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

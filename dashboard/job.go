@@ -7,19 +7,48 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 )
 
 // JobFunc returns one job as GET /api/v1/jobs/{name} answers it, the
 // whole response body, read afresh; found is false when the cluster has
 // no such job. found with an error means the job exists but could not be
 // read (503).
-type JobFunc func(ctx context.Context, job string) (detail any, found bool, err error)
+type JobFunc func(ctx context.Context, job string, q JobQuery) (detail any, found bool, err error)
+
+// JobQuery is what GET /api/v1/jobs/{name} asks beyond the job: with
+// Items (?items=true), the page [Offset, Offset+Limit) of a sharded job's
+// items, paged like the jobs API (DefaultPageSize, at most MaxPageSize),
+// so that a job of thousands of items is never listed whole by default.
+type JobQuery struct {
+	Items         bool
+	Offset, Limit int
+}
+
+// jobQuery reads ?items=&offset=&limit= with the jobs API's bounds.
+func jobQuery(r *http.Request) (JobQuery, error) {
+	q := JobQuery{Limit: DefaultPageSize}
+	if v := r.URL.Query().Get("items"); v != "" {
+		var err error
+		if q.Items, err = strconv.ParseBool(v); err != nil {
+			return q, fmt.Errorf("items %q: want true or false", v)
+		}
+	}
+	var err error
+	q.Offset, q.Limit, err = pageBounds(r)
+	return q, err
+}
 
 // jobHandler serves GET /api/v1/jobs/{name}.
 func jobHandler(job JobFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		detail, found, err := job(r.Context(), name)
+		q, err := jobQuery(r)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		detail, found, err := job(r.Context(), name, q)
 		switch {
 		case !found && err == nil:
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no job %q", name)})

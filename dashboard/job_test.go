@@ -16,10 +16,10 @@ func jobServer(t *testing.T, traceURL string) *httptest.Server {
 		State: func() any { return nil },
 		Jobs:  func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 		Ready: func() error { return nil },
-		Job: func(_ context.Context, job string) (any, bool, error) {
+		Job: func(_ context.Context, job string, q JobQuery) (any, bool, error) {
 			switch job {
 			case "sweep":
-				return map[string]string{"name": job}, true, nil
+				return map[string]any{"name": job, "query": q}, true, nil
 			case "away":
 				return nil, true, errors.New("etcd is away")
 			}
@@ -42,9 +42,15 @@ func TestJobEndpoint(t *testing.T) {
 		code int
 		body string
 	}{
-		"/api/v1/jobs/sweep":  {http.StatusOK, `"name": "sweep"`},
-		"/api/v1/jobs/absent": {http.StatusNotFound, `no job \"absent\"`},
-		"/api/v1/jobs/away":   {http.StatusServiceUnavailable, "etcd is away"},
+		"/api/v1/jobs/sweep": {http.StatusOK, `"name": "sweep"`},
+		// The items page: off, and the jobs API's bounds, by default.
+		"/api/v1/jobs/sweep?":                            {http.StatusOK, `"Items": false,` + "\n    \"Offset\": 0,\n    \"Limit\": 50"},
+		"/api/v1/jobs/sweep?items=true&offset=7&limit=3": {http.StatusOK, `"Items": true,` + "\n    \"Offset\": 7,\n    \"Limit\": 3"},
+		"/api/v1/jobs/sweep?items=yes":                   {http.StatusBadRequest, `items \"yes\": want true or false`},
+		"/api/v1/jobs/sweep?items=true&limit=501":        {http.StatusBadRequest, `limit \"501\": want 1 to 500`},
+		"/api/v1/jobs/sweep?items=true&offset=-1":        {http.StatusBadRequest, `offset \"-1\"`},
+		"/api/v1/jobs/absent":                            {http.StatusNotFound, `no job \"absent\"`},
+		"/api/v1/jobs/away":                              {http.StatusServiceUnavailable, "etcd is away"},
 	} {
 		code, body := get(t, srv.URL+path)
 		if code != want.code || !strings.Contains(body, want.body) {

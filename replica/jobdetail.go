@@ -24,6 +24,9 @@ type JobDetail struct {
 	// NextFires are the job's next fires, at most NextFiresShown; empty
 	// when it will not fire (suspended, done).
 	NextFires []time.Time `json:"next_fires"`
+	// ItemList is the page of a sharded job's items asked for with
+	// ?items=true (dashboard.JobQuery); nil otherwise.
+	ItemList *ItemsPage `json:"item_list,omitempty"`
 }
 
 // NextFiresShown is how many next fires a job's page lists.
@@ -32,9 +35,10 @@ const NextFiresShown = 5
 // jobDetail serves GET /api/v1/jobs/{name} and the job page: the same
 // query as the jobs API's (readJobs), for the one job, straight from etcd
 // (one job is cheap; the page wants its newest runs, not a cached page).
-// A job this replica's job set lacks is not found without asking etcd.
+// A job this replica's job set lacks is not found without asking etcd. A
+// sharded job's items are all read for its summary; q pages their list.
 func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dashboard.JobFunc {
-	return func(ctx context.Context, name string) (any, bool, error) {
+	return func(ctx context.Context, name string, q dashboard.JobQuery) (any, bool, error) {
 		info, spec, ok := r.knownJob(sched, name)
 		if !ok {
 			return nil, false, nil
@@ -43,11 +47,15 @@ func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dash
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 		defer cancel()
 		rows, _, err := readJobs(ctx, r.cli, r.ks, jobs, map[string]*config.Job{name: spec}, mgr.State().ShardSet,
-			dashboard.JobsQuery{Limit: 1, Shard: -1}, LastRunsShown)
+			schedulerUnits(sched), dashboard.JobsQuery{Limit: 1, Shard: -1}, LastRunsShown)
 		if err != nil {
 			return nil, true, err
 		}
 		d := newJobDetail(rows[0], spec)
+		if q.Items && rows[0].Items != nil {
+			p := rows[0].page(q.Offset, q.Limit)
+			d.ItemList = &p
+		}
 		// As applied, like export: an override's suspend is in Suspended.
 		if set, ok := r.jobSet.effective(); ok {
 			if fs, held := set.FileSuspend[name]; held {

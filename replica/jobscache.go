@@ -34,6 +34,7 @@ type runsCache struct {
 type cachedRuns struct {
 	inFlight []scheduler.Flight
 	lastRuns []scheduler.Entry
+	items    *ItemsSummary
 	err      string
 	done     bool
 	at       time.Time
@@ -49,7 +50,7 @@ func (c *runsCache) fill(ctx context.Context, cli *clientv3.Client, ks keyspace.
 	page := dashboard.JobsPage{Jobs: rows, Total: total, Fresh: dashboard.Freshness{AsOf: now}}
 	rctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 	defer cancel()
-	err := readRuns(rctx, cli, ks, rows, refs, LastRunsShown, bad)
+	err := readRuns(rctx, cli, ks, rows, refs, LastRunsShown, bad, now)
 	if err == nil {
 		c.store(rows, now)
 	} else {
@@ -75,7 +76,7 @@ func (c *runsCache) store(rows []JobView, at time.Time) {
 				break
 			}
 		}
-		c.jobs[r.Name] = cachedRuns{inFlight: r.InFlight, lastRuns: r.LastRuns, err: r.Error, done: r.Done, at: at}
+		c.jobs[r.Name] = cachedRuns{inFlight: r.InFlight, lastRuns: r.LastRuns, items: r.Items, err: r.Error, done: r.Done, at: at}
 	}
 }
 
@@ -93,6 +94,11 @@ func (c *runsCache) load(rows []JobView, reason string) dashboard.Freshness {
 		}
 		rows[i].InFlight, rows[i].Error, rows[i].Done = cr.inFlight, cr.err, cr.done
 		rows[i].LastRuns = append([]scheduler.Entry{}, cr.lastRuns...)
+		if cr.items != nil && rows[i].Items != nil { // counts as last read; owned_here as now
+			s := *cr.items
+			s.OwnedHere = rows[i].Items.OwnedHere
+			rows[i].Items = &s
+		}
 		if i == 0 || (!f.AsOf.IsZero() && cr.at.Before(f.AsOf)) {
 			f.AsOf = cr.at
 		}

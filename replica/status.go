@@ -57,27 +57,54 @@ func ReadStatus(ctx context.Context, cli *clientv3.Client, cluster string, jobs 
 	}
 	infos, specs := storedJobs(set, st.Shards, time.Now())
 	q := dashboard.JobsQuery{Limit: jobs, Shard: -1}
-	if out.Jobs, out.JobsTotal, err = readJobs(ctx, cli, ks, infos, specs, st.ShardSet, q, 1); err != nil {
+	if out.Jobs, out.JobsTotal, err = readJobs(ctx, cli, ks, infos, specs, st.ShardSet, storedUnits(specs, st.Shards), q, 1); err != nil {
 		return Status{}, err
 	}
 	return out, nil
 }
 
 // storedJobs is the job set as the scheduler would list it: each job's
-// shard and its next fire after now (none while suspended), and the jobs
-// by name.
+// shard and its next fire after now (none while suspended), a sharded
+// job's of its item 0 with its item count, and the jobs by name.
 func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobInfo, map[string]*config.Job) {
 	infos := make([]scheduler.JobInfo, len(set.Jobs))
 	specs := make(map[string]*config.Job, len(set.Jobs))
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
-		infos[i] = scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(j.Name, shards), Suspended: j.Suspend}
-		if sch, err := j.Fires(); err == nil && !j.Suspend {
-			infos[i].Next = sch.Next(now)
+		infos[i] = storedUnit(j, config.Item{}, shards, now)
+		if n := j.ItemCount(); n > 0 {
+			infos[i] = storedUnit(j, j.Item(0), shards, now)
+			infos[i].Item, infos[i].Items = config.Item{}, n
 		}
 		specs[j.Name] = j
 	}
 	return infos, specs
+}
+
+// storedUnit is one unit of j as the scheduler would list it, owned by
+// none (status is no replica).
+func storedUnit(j *config.Job, it config.Item, shards int, now time.Time) scheduler.JobInfo {
+	info := scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(config.UnitName(j.Name, it), shards), Suspended: j.Suspend, Item: it}
+	if sch, err := j.ItemFires(it); err == nil && !j.Suspend {
+		info.Next = sch.Next(now)
+	}
+	return info
+}
+
+// storedUnits lists a sharded job's units as storedJobs lists jobs.
+func storedUnits(specs map[string]*config.Job, shards int) unitsOf {
+	return func(job string) []scheduler.JobInfo {
+		j := specs[job]
+		if j == nil {
+			return nil
+		}
+		now := time.Now()
+		out := make([]scheduler.JobInfo, j.ItemCount())
+		for k := range out {
+			out[k] = storedUnit(j, j.Item(k), shards, now)
+		}
+		return out
+	}
 }
 
 // Shard states the status filter knows: a shard has an owner or none, and
