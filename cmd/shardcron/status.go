@@ -24,7 +24,7 @@ func newStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show shard ownership, members and jobs",
-		Long: "Status reads the cluster's state straight from etcd: how many shards each member owns and how many have no owner, and the jobs with their shard, owner, next fire and last run; " +
+		Long: "Status reads the cluster's state straight from etcd: how many shards each member owns and how many have no owner, and the jobs with their shard, owner, next fire and last run (a sharded job: how many of its items succeeded, failed and are late); " +
 			"with --shards (or a filter) also who owns each shard, with which token and since when. " +
 			"-o json and -o yaml always hold every shard (the filters still apply).",
 		Args: cobra.NoArgs,
@@ -87,14 +87,27 @@ func writeStatusTable(w io.Writer, r replica.Status, listShards bool) error {
 		case j.Done:
 			next = "done"
 		}
-		last := "-"
-		if n := len(j.LastRuns); n > 0 {
-			e := j.LastRuns[n-1]
-			last = strings.TrimSpace(fmt.Sprintf("%s %s by %s (token %d)", stamp(e.Tick), e.Status, e.Node, e.Token))
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", j.Name, j.Shard, j.Owner, next, last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", j.Name, j.Shard, j.Owner, next, jobLastRun(j))
 	}
 	return tw.Flush()
+}
+
+// jobLastRun is a job's LAST RUN column: its newest run, or a sharded job's
+// items in one line (the job page and the API list them).
+func jobLastRun(j replica.JobView) string {
+	if it := j.Items; it != nil {
+		s := fmt.Sprintf("items %d: %d ok, %d failed, %d late", it.Count, it.Succeeded, it.Failed, it.Late)
+		if it.Running > 0 {
+			s += fmt.Sprintf(", %d running", it.Running)
+		}
+		return s
+	}
+	n := len(j.LastRuns)
+	if n == 0 {
+		return "-"
+	}
+	e := j.LastRuns[n-1]
+	return strings.TrimSpace(fmt.Sprintf("%s %s by %s (token %d)", stamp(e.Tick), e.Status, e.Node, e.Token))
 }
 
 func stamp(t time.Time) string {
