@@ -77,7 +77,8 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 	}
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n"+
 		"  - {name: alpha, schedule: \"* * * * * *\", http: {url: \"http://"+closed+"/a\"}}\n"+
-		"  - {name: beta, schedule: \"@every 1h\", exec: {command: [\"true\"]}, suspend: true}\n")
+		"  - {name: beta, schedule: \"@every 1h\", exec: {command: [\"true\"]}, suspend: true}\n"+
+		"  - {name: gamma, schedule: \"* * * * * *\", items: 3, http: {url: \"http://"+closed+"/g\"}}\n")
 	if out, stderr, code := runCLI(t, env, "apply", "-f", jobs); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
 	}
@@ -164,6 +165,32 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 		schemas.check(strings.Join(tc.args, " "), tc.ref, []byte(out))
 	}
 	checkTrigger(t, schemas, env, base)
+	checkItems(t, schemas, srv.HTTPAddr(time.Second), base)
+}
+
+// checkItems: a sharded job's row and detail carry its items summary, and
+// ?items=true a page of its items, as documented; gamma's items run (and
+// fail) every second.
+func checkItems(t *testing.T, schemas *openAPISchemas, addr, base string) {
+	t.Helper()
+	poll.MustEvery(t, procEvery, 60*time.Second, "gamma's items' runs served", poll.True(func() bool {
+		return strings.Contains(httpGet(t, addr, "/api/v1/jobs/gamma?items=true"), `"last_status"`)
+	}))
+	code, body := call(t, "GET", base+"/api/v1/jobs?q=gamma")
+	if code != 200 || !strings.Contains(string(body), `"items": {`) {
+		t.Errorf("GET /api/v1/jobs?q=gamma: %d, want gamma's items summary\n%s", code, body)
+	}
+	schemas.check("GET /api/v1/jobs?q=gamma", "#/components/schemas/JobsPage", body)
+	code, body = call(t, "GET", base+"/api/v1/jobs/gamma?items=true&offset=1&limit=1")
+	if code != 200 || !strings.Contains(string(body), `"item_list": {`) || !strings.Contains(string(body), `"index": 1,`) {
+		t.Errorf("GET /api/v1/jobs/gamma?items=true&offset=1&limit=1: %d, want item 1 alone\n%s", code, body)
+	}
+	schemas.check("GET /api/v1/jobs/gamma?items=true", "#/components/schemas/JobDetail", body)
+	code, body = call(t, "GET", base+"/api/v1/jobs/gamma?items=true&limit=501")
+	if code != http.StatusBadRequest {
+		t.Errorf("GET /api/v1/jobs/gamma?items=true&limit=501: %d, want 400\n%s", code, body)
+	}
+	schemas.check("GET /api/v1/jobs/gamma?limit=501", "#/components/schemas/Error", body)
 }
 
 // checkTrigger: POST /api/v1/jobs/alpha/trigger answers 202 with the
