@@ -165,16 +165,17 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 		schemas.check(strings.Join(tc.args, " "), tc.ref, []byte(out))
 	}
 	checkTrigger(t, schemas, env, base)
-	checkItems(t, schemas, srv.HTTPAddr(time.Second), base)
+	checkItems(t, schemas, env, srv.HTTPAddr(time.Second), base)
 }
 
 // checkItems: a sharded job's row and detail carry its items summary, and
 // ?items=true a page of its items, as documented; gamma's items run (and
-// fail) every second.
-func checkItems(t *testing.T, schemas *openAPISchemas, addr, base string) {
+// fail) every second, and `status` counts them.
+func checkItems(t *testing.T, schemas *openAPISchemas, env []string, addr, base string) {
 	t.Helper()
-	poll.MustEvery(t, procEvery, 60*time.Second, "gamma's items' runs served", poll.True(func() bool {
-		return strings.Contains(httpGet(t, addr, "/api/v1/jobs/gamma?items=true"), `"last_status"`)
+	// Every item's record and newest run are read: all three fail.
+	poll.MustEvery(t, procEvery, 60*time.Second, "gamma's three items failed", poll.True(func() bool {
+		return strings.Contains(httpGet(t, addr, "/api/v1/jobs/gamma?items=true"), `"failed": 3,`)
 	}))
 	code, body := call(t, "GET", base+"/api/v1/jobs?q=gamma")
 	if code != 200 || !strings.Contains(string(body), `"items": {`) {
@@ -191,6 +192,9 @@ func checkItems(t *testing.T, schemas *openAPISchemas, addr, base string) {
 		t.Errorf("GET /api/v1/jobs/gamma?items=true&limit=501: %d, want 400\n%s", code, body)
 	}
 	schemas.check("GET /api/v1/jobs/gamma?limit=501", "#/components/schemas/Error", body)
+	if out, stderr, code := runCLI(t, env, "status"); code != 0 || !strings.Contains(out, "items 3: 0 ok, ") { // failed, unless a tick was skipped since
+		t.Errorf("status: exit %d, want gamma's items counted\n%s%s", code, out, stderr)
+	}
 }
 
 // checkTrigger: POST /api/v1/jobs/alpha/trigger answers 202 with the
