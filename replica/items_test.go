@@ -168,3 +168,20 @@ func TestItemsNotLateWithinGrace(t *testing.T) {
 		}
 	}
 }
+
+// TestItemsCachedWhileEtcdAway: a page filled from the runs cache (etcd
+// away) shows a sharded job's counts as last read, with how many items
+// this replica owns now.
+func TestItemsCachedWhileEtcdAway(t *testing.T) {
+	c := newRunsCache()
+	read := []JobView{{Name: "sweep", LastRuns: []scheduler.Entry{}, Items: &ItemsSummary{Count: 4, OwnedHere: 4, Ran: 3, Succeeded: 2, Failed: 1, Late: 1}}}
+	c.store(read, time.Now())
+	rows := []JobView{{Name: "sweep", LastRuns: []scheduler.Entry{}, Items: &ItemsSummary{Count: 4, OwnedHere: 1}}}
+	if f := c.load(rows, "away"); !f.Stale || f.AsOf.IsZero() {
+		t.Errorf("freshness %+v, want stale as of the read", f)
+	}
+	want := ItemsSummary{Count: 4, OwnedHere: 1, Ran: 3, Succeeded: 2, Failed: 1, Late: 1}
+	if *rows[0].Items != want || *read[0].Items == want {
+		t.Errorf("loaded %+v (the read's now %+v), want %+v", *rows[0].Items, *read[0].Items, want)
+	}
+}
