@@ -86,9 +86,9 @@ const LastRunsShown = 5
 // the page q selects in name order (selectJobs), with each job's in-flight
 // ticks and newest runs (at most runs) read on demand from etcd
 // (readRuns), a sharded job's items as units lists them. It returns the
-// page and how many jobs q selects. The jobs
-// API reads the same rows through its runs cache (jobscache.go), which
-// answers a stale page rather than an error while etcd is away.
+// page and how many jobs q selects. The jobs API reads the same rows
+// through its runs cache (jobscache.go), which answers a stale page rather
+// than an error while etcd is away.
 func readJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []scheduler.JobInfo, specs map[string]*config.Job,
 	owners []shard.ShardState, units unitsOf, q dashboard.JobsQuery, runs int) ([]JobView, int, error) {
 	rows, refs, total := selectJobs(jobs, specs, owners, q)
