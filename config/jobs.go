@@ -206,20 +206,8 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 			}
 		case "jitter":
 			j.Jitter, _ = d.duration(v, key)
-		case "items":
-			if n, ok := d.integer(v, key); ok {
-				if n == 0 {
-					d.errorf(v, key, "must be at least 1 (omit it for a job without items)")
-				}
-				j.Items = n
-			}
-		case "item_names":
-			if names, ok := d.strList(v, key); ok {
-				if len(names) == 0 {
-					d.errorf(v, key, "names no item (omit it for a job without items)")
-				}
-				j.ItemNames = names
-			}
+		case "items", "item_names":
+			d.items(&j, key, v)
 		case "http":
 			j.HTTP = d.httpTarget(v)
 		case "exec":
@@ -258,6 +246,25 @@ func decodeJob(n *yaml.Node) (Job, *decoder) {
 		}
 	})
 	return j, d
+}
+
+// items reads items (a count) or item_names into j.
+func (d *decoder) items(j *Job, key string, v *yaml.Node) {
+	if key == "items" {
+		if n, ok := d.integer(v, key); ok {
+			if n == 0 {
+				d.errorf(v, key, "must be at least 1 (omit it for a job without items)")
+			}
+			j.Items = n
+		}
+		return
+	}
+	if names, ok := d.strList(v, key); ok {
+		if len(names) == 0 {
+			d.errorf(v, key, "names no item (omit it for a job without items)")
+		}
+		j.ItemNames = names
+	}
 }
 
 func (d *decoder) httpTarget(n *yaml.Node) *HTTPTarget {
