@@ -129,6 +129,24 @@ func (j *Job) UnitSince(it Item) time.Time {
 	return j.Since
 }
 
+// UnitNames returns the name of every unit of jobs: each job without items,
+// each item of a sharded job. What is not among them is gone (records,
+// history).
+func UnitNames(jobs []Job) map[string]bool {
+	names := make(map[string]bool, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		if j.ItemCount() == 0 {
+			names[j.Name] = true
+			continue
+		}
+		for k := range j.ItemCount() {
+			names[UnitName(j.Name, j.Item(k))] = true
+		}
+	}
+	return names
+}
+
 // ItemIndex returns the index of the job's item named name (a name in
 // ItemNames, else an index in decimal), false if it has none.
 func (j *Job) ItemIndex(name string) (int, bool) {

@@ -16,7 +16,7 @@ const ticksPerScan = 10000
 
 // collect runs after a successful flip to version (at revision flipRev):
 // it deletes every lower version, then the checkpoint records and the run
-// history of the jobs that are no longer in next, found by keys-only scans
+// history of the units (jobs, items of sharded jobs) no longer in next, found by keys-only scans
 // of ticks/ and runs/, and the overrides of those jobs.
 func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, flipRev int64, next []config.Job, opts ApplyOptions) error {
 	if p.Format >= 2 {
@@ -42,10 +42,7 @@ func collect(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p poi
 	for _, k := range keys {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
-	names := make(map[string]bool, len(next))
-	for i := range next {
-		names[next[i].Name] = true
-	}
+	names := config.UnitNames(next)
 	runs, err := history.Stray(ctx, cli, ks, func(job string) bool { return names[job] })
 	if err != nil {
 		return err
@@ -77,13 +74,10 @@ func strayOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space
 	return ops, nil
 }
 
-// strayTicks lists the checkpoint records whose job is not in next, by a
-// keys-only scan of ticks/.
+// strayTicks lists the checkpoint records whose unit (a job, or an item of
+// a sharded job) is not in next, by a keys-only scan of ticks/.
 func strayTicks(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job) ([]string, error) {
-	keep := make(map[string]bool, len(next))
-	for i := range next {
-		keep[next[i].Name] = true
-	}
+	keep := config.UnitNames(next)
 	var stray []string
 	from, end := ks.Ticks(), clientv3.GetPrefixRangeEnd(ks.Ticks())
 	for {

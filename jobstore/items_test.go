@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -47,5 +48,42 @@ func TestApplyStampsItemsAdded(t *testing.T) {
 	}
 	if re := mustApply(t, cli, ks, job("acme", "initech", "hooli"), opts); re.Applied {
 		t.Fatalf("re-apply of the same items wrote version %d", re.Version)
+	}
+}
+
+// An apply collects the records and run history of the units that are
+// gone — an item dropped by shrinking items as well as a removed job — and
+// keeps those of every item still there.
+func TestApplyCollectsOnlyDroppedItems(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	ks := keyspace.New("itemgc")
+	opts := ApplyOptions{Shards: shards}
+	split := func(items int) []config.Job {
+		j := config.Job{Name: "split", Schedule: "@hourly", Items: items, Exec: &config.ExecTarget{Command: []string{"true"}}}
+		j.SetDefaults()
+		other := config.Job{Name: "other", Schedule: "@daily", Exec: &config.ExecTarget{Command: []string{"true"}}}
+		other.SetDefaults()
+		return []config.Job{j, other}
+	}
+	mustApply(t, cli, ks, split(4), opts)
+	unit := func(i int) string { return config.UnitName("split", config.Item{Index: i, Count: 4, Name: fmt.Sprint(i)}) }
+	for i := range 4 {
+		u := unit(i)
+		sh := keyspace.ShardOf(u, shards)
+		for _, k := range []string{ks.Tick(sh, u), ks.RunSegment(sh, u, 1, 1)} {
+			if _, err := cli.Put(testCtx(t, 10*time.Second), k, "x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mustApply(t, cli, ks, split(2), opts) // items 2 and 3 go
+	for i := range 4 {
+		u := unit(i)
+		sh := keyspace.ShardOf(u, shards)
+		for _, k := range []string{ks.Tick(sh, u), ks.RunSegment(sh, u, 1, 1)} {
+			if got, want := exists(t, cli, k), i < 2; got != want {
+				t.Errorf("after shrinking to 2 items, %s exists: %v, want %v", k, got, want)
+			}
+		}
 	}
 }
