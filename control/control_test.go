@@ -50,13 +50,13 @@ func TestSuspendResumeAndHistoryErrors(t *testing.T) {
 		t.Errorf("resume of a file-suspended job: %v, want ErrConflict", err)
 	}
 	loc := EtcdLocator(cli, ks)
-	if h, err := History(ctx, cli, ks, loc, "a", 5); err != nil || h.Runs == nil || len(h.Runs) != 0 || h.Shard != keyspace.ShardOf("a", 16) {
+	if h, err := History(ctx, cli, ks, loc, "a", "", 5); err != nil || h.Runs == nil || len(h.Runs) != 0 || h.Shard != keyspace.ShardOf("a", 16) {
 		t.Errorf("history of a job that never ran = %+v, %v", h, err)
 	}
-	if _, err := History(ctx, cli, ks, loc, "nope", 5); !errors.Is(err, ErrNotFound) {
+	if _, err := History(ctx, cli, ks, loc, "nope", "", 5); !errors.Is(err, ErrNotFound) {
 		t.Errorf("history of an unknown job: %v, want ErrNotFound", err)
 	}
-	if _, err := History(ctx, cli, ks, loc, "a", 0); !errors.Is(err, ErrInvalid) {
+	if _, err := History(ctx, cli, ks, loc, "a", "", 0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("history --limit 0: %v, want ErrInvalid", err)
 	}
 }

@@ -8,12 +8,17 @@
 // Every action reads (and, for trigger, suspend, resume and drain, writes)
 // etcd directly; none needs a replica to be running, and none goes through
 // a watch, so they work from any host that can reach etcd. A write is one
-// guarded transaction (package jobstore for the job set); a read is one
-// snapshot.
+// guarded transaction (package jobstore for the job set), except the
+// trigger of every item of a sharded job, written 128 items to a
+// transaction (items.go); a read is one snapshot, except a sharded job's
+// history, read item by item.
 //
 // Trigger writes a request that the owner of the job's shard runs once as
 // a fenced manual tick (scheduler.Trigger); Wait follows it to its outcome
-// in the job's history. Drain and Undrain set and delete a node's drain
+// in the job's history. A sharded job's items are units of their own
+// (config.UnitName): a trigger writes one request per item, each in its
+// unit's shard, under one id, and WaitItems follows them all; its history
+// is summed up per tick (ItemsHistory), or read for one item. Drain and Undrain set and delete a node's drain
 // flag (shard.Manager hands over every shard of a drained node and gives it
 // none). Errors wrap the package's sentinels (ErrNotFound, ErrConflict,
 // ErrInvalid) so that callers map them to exit codes and HTTP statuses

@@ -55,22 +55,22 @@ func count(t *testing.T, ctx context.Context, cli *clientv3.Client, prefix strin
 // took (it will then never run), and tells one that an owner took apart.
 func TestTriggerAndWait(t *testing.T) {
 	cli, ks, ctx := setup(t)
-	if _, err := Trigger(ctx, cli, ks, "nosuch", "t"); !errors.Is(err, ErrNoJob) || !errors.Is(err, ErrNotFound) {
+	if _, err := Trigger(ctx, cli, ks, "nosuch", "", "t"); !errors.Is(err, ErrNoJob) || !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
-	if _, err := Trigger(ctx, cli, ks, "paused", "t"); !errors.Is(err, ErrSuspended) || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "jobs file") {
+	if _, err := Trigger(ctx, cli, ks, "paused", "", "t"); !errors.Is(err, ErrSuspended) || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "jobs file") {
 		t.Errorf("file-suspended job: %v", err)
 	}
 	if _, err := SetSuspended(ctx, cli, ks, "held", true, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Trigger(ctx, cli, ks, "held", "t"); !errors.Is(err, ErrSuspended) || !strings.Contains(err.Error(), "shardcron resume held") {
+	if _, err := Trigger(ctx, cli, ks, "held", "", "t"); !errors.Is(err, ErrSuspended) || !strings.Contains(err.Error(), "shardcron resume held") {
 		t.Errorf("override-suspended job: %v", err)
 	}
 	if n := count(t, ctx, cli, ks.Triggers()); n != 0 {
 		t.Fatalf("%d requests written by refused triggers", n)
 	}
-	tr, err := Trigger(ctx, cli, ks, "run-me", "tester")
+	tr, err := Trigger(ctx, cli, ks, "run-me", "", "tester")
 	if err != nil || tr.Shard != keyspace.ShardOf("run-me", 8) || tr.Owner != "" || tr.Rev == 0 || len(tr.ID) != 16 {
 		t.Fatalf("trigger: %+v, %v", tr, err)
 	}
@@ -84,7 +84,7 @@ func TestTriggerAndWait(t *testing.T) {
 		t.Errorf("the request was not withdrawn")
 	}
 
-	tr, err = Trigger(ctx, cli, ks, "run-me", "tester")
+	tr, err = Trigger(ctx, cli, ks, "run-me", "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

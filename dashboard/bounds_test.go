@@ -124,7 +124,7 @@ func TestOperateBounded(t *testing.T) {
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(MaxOperate)
-	h, err := New(boundedConfig(func() any { return nil }, nil, func(_ context.Context, job, _ string, _ time.Duration) (any, error) {
+	h, err := New(boundedConfig(func() any { return nil }, nil, func(_ context.Context, job, _, _ string, _ time.Duration) (any, error) {
 		if job == "block" {
 			started.Done()
 			<-release
@@ -162,7 +162,7 @@ func TestOperateBounded(t *testing.T) {
 // outcome, behind a server whose read and write timeouts are far shorter.
 func TestWaitOutlivesServerTimeouts(t *testing.T) {
 	const outcomeAfter = 400 * time.Millisecond
-	srv := shortTimeouts(t, boundedConfig(func() any { return nil }, nil, func(ctx context.Context, job, _ string, wait time.Duration) (any, error) {
+	srv := shortTimeouts(t, boundedConfig(func() any { return nil }, nil, func(ctx context.Context, job, _, _ string, wait time.Duration) (any, error) {
 		slow := time.NewTimer(outcomeAfter) // the run takes this long
 		defer slow.Stop()
 		select {

@@ -23,7 +23,7 @@ func fuzzHandler(t *testing.T) http.Handler {
 			return JobsPage{Jobs: []string{q.Search}, Total: 1}, nil
 		},
 		Ready: func() error { return nil },
-		Runs: func(_ context.Context, job string, limit int) (any, bool, error) {
+		Runs: func(_ context.Context, job, _ string, limit int) (any, bool, error) {
 			if limit < 1 || limit > MaxRuns {
 				t.Fatalf("out-of-bounds limit reached Runs: %d", limit)
 			}

@@ -18,12 +18,15 @@ const (
 
 // RunsFunc returns a job's run history, newest first, at most limit runs,
 // with output, as the whole response body (control.HistoryResult, which
-// `shardcron history -o json` prints too); found is false when the cluster
-// has no such job.
-type RunsFunc func(ctx context.Context, job string, limit int) (runs any, found bool, err error)
+// `shardcron history -o json` prints too): of the job's item named item
+// when item is not "", and for a sharded job without item its items'
+// outcomes per tick (control.ItemsHistoryResult); found is false when the
+// cluster has no such job. An item the job lacks is an error wrapping
+// ErrNotFound, an item of a plain job one wrapping ErrBadRequest.
+type RunsFunc func(ctx context.Context, job, item string, limit int) (runs any, found bool, err error)
 
-// runsHandler serves GET /api/v1/jobs/{name}/runs: read on demand, never
-// from a watch (package doc).
+// runsHandler serves GET /api/v1/jobs/{name}/runs[?item=ITEM]: read on
+// demand, never from a watch (package doc).
 func runsHandler(runs RunsFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -36,10 +39,10 @@ func runsHandler(runs RunsFunc) http.HandlerFunc {
 			}
 			limit = n
 		}
-		page, found, err := runs(r.Context(), name, limit)
+		page, found, err := runs(r.Context(), name, r.URL.Query().Get("item"), limit)
 		switch {
 		case err != nil:
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			writeError(w, err) // 503 unless a bad item
 		case !found:
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no job %q", name)})
 		default:

@@ -14,11 +14,16 @@ func TestRunsEndpoint(t *testing.T) {
 		State: func() any { return nil },
 		Jobs:  func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
 		Ready: func() error { return nil },
-		Runs: func(_ context.Context, job string, limit int) (any, bool, error) {
-			if job != "sweep" {
+		Runs: func(_ context.Context, job, item string, limit int) (any, bool, error) {
+			switch {
+			case job != "sweep":
 				return nil, false, nil
+			case item == "mars":
+				return nil, false, fmt.Errorf("%w: no item %q", ErrNotFound, item)
+			case item == "0":
+				return nil, false, fmt.Errorf("%w: no items", ErrBadRequest)
 			}
-			return []string{fmt.Sprintf("%s-%d", job, limit)}, true, nil
+			return []string{fmt.Sprintf("%s-%s-%d", job, item, limit)}, true, nil
 		},
 	})
 	if err != nil {
@@ -30,11 +35,14 @@ func TestRunsEndpoint(t *testing.T) {
 		code int
 		body string
 	}{
-		"/api/v1/jobs/sweep/runs":          {http.StatusOK, `"sweep-20"`},
-		"/api/v1/jobs/sweep/runs?limit=3":  {http.StatusOK, `"sweep-3"`},
-		"/api/v1/jobs/sweep/runs?limit=0":  {http.StatusBadRequest, "limit"},
-		"/api/v1/jobs/sweep/runs?limit=x":  {http.StatusBadRequest, "limit"},
-		"/api/v1/jobs/absent/runs?limit=3": {http.StatusNotFound, `no job \"absent\"`},
+		"/api/v1/jobs/sweep/runs":           {http.StatusOK, `"sweep--20"`},
+		"/api/v1/jobs/sweep/runs?limit=3":   {http.StatusOK, `"sweep--3"`},
+		"/api/v1/jobs/sweep/runs?item=eu":   {http.StatusOK, `"sweep-eu-20"`},
+		"/api/v1/jobs/sweep/runs?item=mars": {http.StatusNotFound, `no item \"mars\"`},
+		"/api/v1/jobs/sweep/runs?item=0":    {http.StatusBadRequest, "no items"},
+		"/api/v1/jobs/sweep/runs?limit=0":   {http.StatusBadRequest, "limit"},
+		"/api/v1/jobs/sweep/runs?limit=x":   {http.StatusBadRequest, "limit"},
+		"/api/v1/jobs/absent/runs?limit=3":  {http.StatusNotFound, `no job \"absent\"`},
 	} {
 		code, body := get(t, srv.URL+path)
 		if code != want.code || !strings.Contains(body, want.body) {

@@ -14,13 +14,15 @@ import (
 // itself beside the error.
 var ErrTimeout = errors.New("dashboard: no outcome within the wait")
 
-// TriggerFunc writes a trigger request for job and, when wait > 0, waits
-// that long for its outcome (control.TriggerAndWait); it returns the whole
-// response body (control.TriggerResult, which `shardcron trigger -o json`
-// prints too), also beside an ErrTimeout. by says who asked. It writes to
-// etcd: the route needs the operate role (package httpauth decides that
-// from the method).
-type TriggerFunc func(ctx context.Context, job, by string, wait time.Duration) (any, error)
+// TriggerFunc writes a trigger request for job (for its item named item
+// when item is not "", else for each of a sharded job's items) and, when
+// wait > 0, waits that long for the outcome (control.TriggerAndWait); it
+// returns the whole response body (control.TriggerResult, or
+// control.ItemsTriggerResult for every item, which `shardcron trigger -o
+// json` prints too), also beside an ErrTimeout. by says who asked. It
+// writes to etcd: the route needs the operate role (package httpauth
+// decides that from the method).
+type TriggerFunc func(ctx context.Context, job, item, by string, wait time.Duration) (any, error)
 
 // Bounds of POST /api/v1/jobs/{name}/trigger?wait=DURATION.
 const (
@@ -30,11 +32,12 @@ const (
 	waitSlack = 30 * time.Second
 )
 
-// triggerHandler serves POST /api/v1/jobs/{name}/trigger: 202 with the
-// request once written; with ?wait (a duration, or true for a minute) 200
-// with the run's outcome, or 504 when none came within the wait. A job
-// that does not exist is 404, a suspended one 409 (writeError). Who asked
-// is recorded as the client's address.
+// triggerHandler serves POST /api/v1/jobs/{name}/trigger[?item=ITEM]: 202
+// with the request once written; with ?wait (a duration, or true for a
+// minute) 200 with the run's outcome, or 504 when none came within the
+// wait. A job or item that does not exist is 404, an item of a plain job
+// 400, a suspended job 409 (writeError). Who asked is recorded as the
+// client's address.
 func triggerHandler(trigger TriggerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var wait time.Duration
@@ -61,7 +64,7 @@ func triggerHandler(trigger TriggerFunc) http.HandlerFunc {
 		if err != nil {
 			host = r.RemoteAddr
 		}
-		res, err := trigger(r.Context(), r.PathValue("name"), "api@"+host, wait)
+		res, err := trigger(r.Context(), r.PathValue("name"), r.URL.Query().Get("item"), "api@"+host, wait)
 		switch {
 		case err == nil && wait > 0:
 			writeJSON(w, http.StatusOK, res)

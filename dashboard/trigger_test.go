@@ -18,12 +18,12 @@ import (
 // no outcome within the wait, 400 a bad wait.
 func TestTriggerEndpoint(t *testing.T) {
 	var gotWait time.Duration
-	var gotBy string
+	var gotBy, gotItem string
 	h, err := New(Config{
 		State: func() any { return nil }, Ready: func() error { return nil },
 		Jobs: func(context.Context, JobsQuery) (JobsPage, error) { return JobsPage{}, nil },
-		Trigger: func(_ context.Context, job, by string, wait time.Duration) (any, error) {
-			gotWait, gotBy = wait, by
+		Trigger: func(_ context.Context, job, item, by string, wait time.Duration) (any, error) {
+			gotWait, gotBy, gotItem = wait, by, item
 			res := control.TriggerResult{Triggered: control.Triggered{Job: job, ID: "abc"}}
 			switch job {
 			case "missing":
@@ -85,6 +85,11 @@ func TestTriggerEndpoint(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/jobs/sweep/trigger?item=eu", nil))
+	if rec.Code != http.StatusAccepted || gotItem != "eu" {
+		t.Errorf("POST trigger?item=eu: %d, item %q", rec.Code, gotItem)
+	}
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/jobs/sweep/trigger", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET trigger: %d, want 405", rec.Code)

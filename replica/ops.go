@@ -16,24 +16,31 @@ import (
 // The operator actions the HTTP API serves go through package control, the
 // same functions the CLI's commands call.
 
-// jobRuns serves GET /api/v1/jobs/{name}/runs: control.History, with the
-// job's shard from the job set this replica holds (no etcd read for it);
-// 404 for a job the job set does not hold. The read is bounded
-// (jobsReadTimeout): with etcd away it answers an error rather than hang;
-// segments that do not decode go to bad.
+// jobRuns serves GET /api/v1/jobs/{name}/runs: control.JobHistory, with
+// the job's units and their shards from the job set this replica holds
+// (no etcd read for them); 404 for a job the job set does not hold. The
+// read is bounded (jobsReadTimeout): with etcd away it answers an error
+// rather than hang; segments that do not decode go to bad.
 func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) dashboard.RunsFunc {
-	loc := func(_ context.Context, name string) (int, bool, error) {
-		j, ok := sched.Job(name)
-		return j.Shard, ok, nil
+	loc := func(_ context.Context, name string) ([]control.Unit, bool, error) {
+		infos, ok := sched.Units(name)
+		units := make([]control.Unit, len(infos))
+		for i, ji := range infos {
+			units[i] = control.Unit{Item: ji.Item, Shard: ji.Shard}
+		}
+		return units, ok, nil
 	}
-	return func(ctx context.Context, name string, limit int) (any, bool, error) {
+	return func(ctx context.Context, name, item string, limit int) (any, bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 		defer cancel()
-		res, err := control.History(ctx, r.cli, r.ks, loc, name, limit, history.ReportTo(bad))
-		if errors.Is(err, control.ErrNotFound) {
+		res, err := control.JobHistory(ctx, r.cli, r.ks, loc, name, item, limit, history.ReportTo(bad))
+		if errors.Is(err, control.ErrNotFound) && item == "" {
 			return nil, false, nil
 		}
-		return res, err == nil, err
+		if err != nil {
+			return nil, false, httpError(err)
+		}
+		return res, true, nil
 	}
 }
 
@@ -56,24 +63,31 @@ func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 }
 
 // triggerRoute serves POST /api/v1/jobs/{name}/trigger: control's
-// TriggerAndWait, as `shardcron trigger [--wait]` does. A trigger that had
-// no outcome within the wait answers 504 with the trigger beside the error.
+// TriggerInAndWait, as `shardcron trigger [--item ITEM] [--wait]` does. A
+// trigger that had no outcome within the wait answers 504 with the trigger
+// beside the error.
 func (r *Replica) triggerRoute() dashboard.TriggerFunc {
-	return func(ctx context.Context, name, by string, wait time.Duration) (any, error) {
+	return func(ctx context.Context, name, item, by string, wait time.Duration) (any, error) {
 		// Checked against the replica's own job set, kept current by its
 		// watch: a trigger reads no job set from etcd.
 		set, ok := r.jobSet.effective()
 		if !ok {
 			return nil, errors.New("replica: no job set read yet; retry")
 		}
-		res, err := control.TriggerInAndWait(ctx, r.cli, r.ks, set, name, by, wait)
+		res, err := control.TriggerInAndWait(ctx, r.cli, r.ks, set, name, item, by, wait)
 		if errors.Is(err, control.ErrNotPickedUp) || errors.Is(err, control.ErrNoOutcome) {
 			return res, fmt.Errorf("%w: %w", dashboard.ErrTimeout, err)
+		}
+		switch t := res.(type) {
+		case control.TriggerResult:
+			r.log.Info("job triggered over HTTP", "job", name, "item", t.Item, "trigger", t.ID, "shard", t.Shard, "by", by)
+		case control.ItemsTriggerResult:
+			// Written in part (a later batch failed): the items requested run.
+			r.log.Info("job's items triggered over HTTP", "job", name, "trigger", t.ID, "items", t.Requested, "by", by)
 		}
 		if err != nil {
 			return nil, httpError(err)
 		}
-		r.log.Info("job triggered over HTTP", "job", name, "trigger", res.ID, "shard", res.Shard, "by", by)
 		return res, nil
 	}
 }

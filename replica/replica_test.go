@@ -134,7 +134,7 @@ func TestRunServesThenLeavesInOrder(t *testing.T) {
 		s.Schedule != api.Schedule || s.Timezone != api.Timezone || len(s.LastRuns) != 1 || s.Next.IsZero() {
 		t.Errorf("status row %+v differs from the API's %+v", s, api)
 	}
-	if h, err := control.History(ctx, cli, r.ks, control.EtcdLocator(cli, r.ks), "ping", 1); err != nil || len(h.Runs) != 1 || h.Runs[0].Status != "succeeded" {
+	if h, err := control.History(ctx, cli, r.ks, control.EtcdLocator(cli, r.ks), "ping", "", 1); err != nil || len(h.Runs) != 1 || h.Runs[0].Status != "succeeded" {
 		t.Errorf("control.History = %+v, %v", h, err)
 	}
 

@@ -77,6 +77,7 @@ func newHistoryCmd() *cobra.Command {
 	var (
 		f     clusterFlags
 		limit int
+		item  string
 	)
 	c := &cobra.Command{
 		Use:   "history JOB",
@@ -86,16 +87,25 @@ run's tick, node, fencing token, start, end, status, whether it was a re-run,
 the trigger id of a manual run (shardcron trigger) and who asked, the attempts
 of a retried run, its trace id when it was traced (OpenTelemetry; a TRACE
 column shown only then), and its output (the first bytes of an HTTP response or of an exec job's
-stdout and stderr). The history outlives the replica that ran the job.`,
+stdout and stderr). The history outlives the replica that ran the job.
+For a sharded job (items or item_names) it shows one row per tick, newest
+first, up to --limit: how many items ran, succeeded, failed and were
+skipped, and the first items that failed; --item NAME (an item's name, or
+its index for items: N) shows that item's runs like a plain job's.`,
 		Args: cobra.ExactArgs(1),
 	}
 	o := bindOutput(c)
 	c.RunE = clusterRun(&f, o, func(c *cobra.Command, ctx context.Context, ec *etcdClient, args []string) error {
-		res, err := control.History(ctx, ec.cli, ec.ks, control.EtcdLocator(ec.cli, ec.ks), args[0], limit)
+		res, err := control.JobHistory(ctx, ec.cli, ec.ks, control.EtcdLocator(ec.cli, ec.ks), args[0], item, limit)
 		if err != nil {
 			return controlError(err)
 		}
-		return o.write(c.OutOrStdout(), res, func(w io.Writer) error { return historyTable(w, res) })
+		return o.write(c.OutOrStdout(), res, func(w io.Writer) error {
+			if r, ok := res.(control.ItemsHistoryResult); ok {
+				return itemsHistoryTable(w, r)
+			}
+			return historyTable(w, res.(control.HistoryResult))
+		})
 	}, func() error {
 		if limit < 1 || limit > control.MaxHistory {
 			return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, control.MaxHistory)}
@@ -103,13 +113,14 @@ stdout and stderr). The history outlives the replica that ran the job.`,
 		return nil
 	})
 	f.bind(c)
-	c.Flags().IntVar(&limit, "limit", control.DefaultHistory, fmt.Sprintf("show at most this many runs (1 to %d)", control.MaxHistory))
+	c.Flags().IntVar(&limit, "limit", control.DefaultHistory, fmt.Sprintf("show at most this many runs, or ticks of a sharded job (1 to %d)", control.MaxHistory))
+	c.Flags().StringVar(&item, "item", "", "show this item's runs, of a sharded job (its name, or its index for items: N)")
 	return c
 }
 
 func historyTable(w io.Writer, r control.HistoryResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "job %s (shard %d): %d runs, newest first\n\n", r.Job, r.Shard, len(r.Runs))
+	fmt.Fprintf(tw, "job %s (shard %d): %d runs, newest first\n\n", unitLabel(r.Job, r.Item), r.Shard, len(r.Runs))
 	// The TRACE column shows only when a run was traced (docs/traces.md).
 	traced := slices.ContainsFunc(r.Runs, func(e scheduler.Entry) bool { return e.TraceID != "" })
 	trace := func(e scheduler.Entry) string {

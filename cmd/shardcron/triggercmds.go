@@ -23,6 +23,7 @@ func newTriggerCmd() *cobra.Command {
 		f    clusterFlags
 		wait bool
 		by   string
+		item string
 	)
 	c := &cobra.Command{
 		Use:   "trigger JOB",
@@ -33,8 +34,12 @@ job's concurrency policy (forbid skips it while a run goes). Its run carries
 Shardcron-Trigger: manual and Shardcron-Trigger-Id (SHARDCRON_TRIGGER and
 SHARDCRON_TRIGGER_ID for exec jobs) and its history entry the trigger's id.
 A suspended job (by its jobs file or by 'shardcron suspend') is refused.
+A sharded job (items or item_names) runs every item, each on the owner of
+its own shard, under one trigger id; --item NAME (an item's name, or its
+index for items: N) runs one.
 --wait waits (up to --timeout) for the run's
-outcome and exits 1 unless it succeeded; a trigger no replica took within the
+outcome and exits 1 unless it succeeded (for every item: counts by status
+and the items that did not succeed); a trigger no replica took within the
 wait is withdrawn and never runs.`,
 		Args: cobra.ExactArgs(1),
 	}
@@ -48,8 +53,8 @@ wait is withdrawn and never runs.`,
 			deadline, _ := ctx.Deadline()
 			waitFor = time.Until(deadline)
 		}
-		res, err := control.TriggerAndWait(ctx, ec.cli, ec.ks, args[0], by, waitFor)
-		if err != nil && res.ID == "" {
+		res, err := control.TriggerAndWait(ctx, ec.cli, ec.ks, args[0], item, by, waitFor)
+		if res == nil {
 			return controlError(err)
 		}
 		if perr := o.write(c.OutOrStdout(), res, func(w io.Writer) error { return triggerTable(w, res) }); perr != nil {
@@ -58,24 +63,50 @@ wait is withdrawn and never runs.`,
 		if err != nil {
 			return err
 		}
-		if res.Run != nil && res.Run.Status != scheduler.StatusSucceeded {
-			return fmt.Errorf("trigger %s of %s: %s", res.ID, res.Job, res.Run.Status)
-		}
-		return nil
+		return triggerOutcome(res)
 	})
 	f.bind(c)
 	c.Flags().BoolVar(&wait, "wait", false, "wait for the run's outcome (up to --timeout) and exit 1 unless it succeeded")
 	c.Flags().StringVar(&by, "by", "", "who asks, recorded in history (default: cli:USER@HOST)")
+	c.Flags().StringVar(&item, "item", "", "run only this item of a sharded job (its name, or its index for items: N)")
 	return c
 }
 
-func triggerTable(w io.Writer, r control.TriggerResult) error {
+// triggerOutcome is the error a waited-for trigger exits 1 with: a run
+// that did not succeed, or items that did not.
+func triggerOutcome(res any) error {
+	switch r := res.(type) {
+	case control.TriggerResult:
+		if r.Run != nil && r.Run.Status != scheduler.StatusSucceeded {
+			return fmt.Errorf("trigger %s of %s: %s", r.ID, unitLabel(r.Job, r.Item), r.Run.Status)
+		}
+	case control.ItemsTriggerResult:
+		if r.Outcome != nil && r.Outcome.FailedCount > 0 {
+			return fmt.Errorf("trigger %s of %s: %d of %d items did not succeed", r.ID, r.Job, r.Outcome.FailedCount, len(r.Items))
+		}
+	}
+	return nil
+}
+
+// unitLabel names a job, or one item of it, for the operator.
+func unitLabel(job, item string) string {
+	if item == "" {
+		return job
+	}
+	return job + " item " + item
+}
+
+func triggerTable(w io.Writer, res any) error {
+	if r, ok := res.(control.ItemsTriggerResult); ok {
+		return itemsTriggerTable(w, r)
+	}
+	r := res.(control.TriggerResult)
 	owner := r.Owner
 	if owner == "" {
 		owner = "none now: it runs when a replica takes the shard"
 	}
 	fmt.Fprintf(w, "triggered %s: id %s, shard %d (owner %s), requested %s by %s\n",
-		r.Job, r.ID, r.Shard, owner, r.RequestedAt.Format(time.RFC3339Nano), r.By)
+		unitLabel(r.Job, r.Item), r.ID, r.Shard, owner, r.RequestedAt.Format(time.RFC3339Nano), r.By)
 	if e := r.Run; e != nil {
 		fmt.Fprintf(w, "run: %s, tick %s, on %s (token %d)", e.Status, e.Tick.Format(time.RFC3339Nano), e.Node, e.Token)
 		if !e.Start.IsZero() && !e.End.IsZero() {
