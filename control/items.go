@@ -81,7 +81,7 @@ type ItemsOutcome struct {
 // stay requested and run; the error says how many were, and the result
 // lists them (Requested).
 func TriggerItemsIn(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set config.JobSet, job, by string) (ItemsTriggerResult, error) {
-	j, err := triggerable(set, job)
+	j, err := triggerable(set, job, "")
 	if err != nil {
 		return ItemsTriggerResult{}, err
 	}

@@ -92,15 +92,12 @@ func Trigger(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, 
 // may not be in set yet: ErrNoJob, retry. A sharded job needs an item
 // here (every item: TriggerItemsIn).
 func TriggerIn(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set config.JobSet, job, item, by string) (Triggered, error) {
-	j, err := triggerable(set, job)
+	j, err := triggerable(set, job, item)
 	if err != nil {
 		return Triggered{}, err
 	}
 	if item == "" && j.ItemCount() > 0 {
 		return Triggered{}, fmt.Errorf("%w: job %q has %d items: name one, or trigger them all (TriggerItemsIn)", ErrInvalid, job, j.ItemCount())
-	}
-	if err := checkItem(j, item); err != nil {
-		return Triggered{}, err
 	}
 	meta, err := shard.ReadMeta(ctx, cli, ks)
 	if err != nil {
@@ -226,12 +223,16 @@ func withdrawOne(ctx context.Context, cli *clientv3.Client, key string, rev int6
 	return !resp.Succeeded, nil
 }
 
-// triggerable returns the job, refusing one the effective set lacks or
-// suspends, saying which layer suspends it and how to lift it.
-func triggerable(set config.JobSet, job string) (*config.Job, error) {
+// triggerable returns the job, refusing one the effective set lacks, an
+// item it lacks (checkItem), and a job it suspends, saying which layer
+// suspends it and how to lift it.
+func triggerable(set config.JobSet, job, item string) (*config.Job, error) {
 	i := slices.IndexFunc(set.Jobs, func(j config.Job) bool { return j.Name == job })
 	if i < 0 {
 		return nil, fmt.Errorf("%w: no job %q in the cluster's job set (version %d)", ErrNoJob, job, set.Version)
+	}
+	if err := checkItem(&set.Jobs[i], item); err != nil {
+		return nil, err
 	}
 	if !set.Jobs[i].Suspend {
 		return &set.Jobs[i], nil

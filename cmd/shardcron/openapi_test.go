@@ -78,7 +78,8 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n"+
 		"  - {name: alpha, schedule: \"* * * * * *\", http: {url: \"http://"+closed+"/a\"}}\n"+
 		"  - {name: beta, schedule: \"@every 1h\", exec: {command: [\"true\"]}, suspend: true}\n"+
-		"  - {name: gamma, schedule: \"* * * * * *\", items: 3, http: {url: \"http://"+closed+"/g\"}}\n")
+		"  - {name: gamma, schedule: \"* * * * * *\", items: 3, http: {url: \"http://"+closed+"/g\"}}\n"+
+		"  - {name: delta, schedule: \"@every 1h\", item_names: [eu, us, ap], concurrency: allow, exec: {command: [\"true\"]}}\n")
 	if out, stderr, code := runCLI(t, env, "apply", "-f", jobs); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, stderr)
 	}
@@ -122,8 +123,8 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 				t.Errorf("%s %s: %d, want 200 (documented: %v)\n%s", method, path, code, found, body)
 				continue
 			}
-			if c, isJSON := ok.Content["application/json"]; isJSON && schemaRef(c.Schema) != "" {
-				schemas.check(method+" "+path, schemaRef(c.Schema), body)
+			if _, isJSON := ok.Content["application/json"]; isJSON {
+				schemas.check(method+" "+path, responseRef(path, method, "200"), body)
 			}
 		}
 	}
@@ -135,19 +136,23 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 		{"POST", "/api/v1/jobs/absent/trigger", "404"},
 		{"POST", "/api/v1/jobs/beta/trigger", "409"},
 		{"POST", "/api/v1/jobs/alpha/trigger?wait=1y", "400"},
+		{"POST", "/api/v1/jobs/gamma/trigger?item=mars", "404"},
+		{"POST", "/api/v1/jobs/alpha/trigger?item=0", "400"},
+		{"GET", "/api/v1/jobs/gamma/runs?item=mars", "404"},
+		{"GET", "/api/v1/jobs/alpha/runs?item=0", "400"},
 		{"GET", "/api/v1/jobs?limit=0", "400"},
 	} {
 		code, body := call(t, tc.method, base+tc.path)
 		tmpl := strings.Split(tc.path, "?")[0]
-		for _, seg := range []string{"absent", "beta", "alpha"} {
+		for _, seg := range []string{"absent", "beta", "alpha", "gamma"} {
 			tmpl = strings.Replace(tmpl, "/"+seg+"/", "/{name}/", 1)
 		}
-		resp, found := doc.Paths[tmpl][strings.ToLower(tc.method)].Responses[tc.status]
+		_, found := doc.Paths[tmpl][strings.ToLower(tc.method)].Responses[tc.status]
 		if !found || http.StatusText(code) == "" || itoa(code) != tc.status {
 			t.Errorf("%s %s: %d, want documented %s (documented: %v)", tc.method, tc.path, code, tc.status, found)
 			continue
 		}
-		schemas.check(tc.method+" "+tc.path, schemaRef(resp.Content["application/json"].Schema), body)
+		schemas.check(tc.method+" "+tc.path, responseRef(tmpl, tc.method, tc.status), body)
 	}
 	// The CLI prints the same things with the same fields.
 	for _, tc := range []struct {
@@ -166,6 +171,7 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 	}
 	checkTrigger(t, schemas, env, base)
 	checkItems(t, schemas, env, srv.HTTPAddr(time.Second), base)
+	checkItemOps(t, schemas, env, base)
 }
 
 // checkItems: a sharded job's row and detail carry its items summary, and
@@ -195,6 +201,53 @@ func checkItems(t *testing.T, schemas *openAPISchemas, env []string, addr, base 
 	if out, stderr, code := runCLI(t, env, "status"); code != 0 || !strings.Contains(out, "items 3: 0 ok, ") { // failed, unless a tick was skipped since
 		t.Errorf("status: exit %d, want gamma's items counted\n%s%s", code, out, stderr)
 	}
+}
+
+// checkItemOps: a sharded job's runs and trigger, of every item and of one
+// (?item=), answer what the document says, and so does the CLI's -o json.
+func checkItemOps(t *testing.T, schemas *openAPISchemas, env []string, base string) {
+	t.Helper()
+	runs, trigger := responseRef("/api/v1/jobs/{name}/runs", "GET", "200"), responseRef("/api/v1/jobs/{name}/trigger", "POST", "200")
+	for _, tc := range []struct {
+		method, path, ref, want string
+		code                    int
+	}{
+		{"GET", "/api/v1/jobs/delta/runs", runs, `"ticks"`, http.StatusOK},
+		{"GET", "/api/v1/jobs/delta/runs?item=us", runs, `"item": "us"`, http.StatusOK},
+		{"POST", "/api/v1/jobs/delta/trigger?wait=30s", trigger, `"outcome"`, http.StatusOK},
+		{"GET", "/api/v1/jobs/delta/runs", runs, `"succeeded": 3`, http.StatusOK}, // the run waited for
+		{"POST", "/api/v1/jobs/delta/trigger", trigger, `"requested": 3`, http.StatusAccepted},
+		{"POST", "/api/v1/jobs/delta/trigger?item=eu", trigger, `"item": "eu"`, http.StatusAccepted},
+	} {
+		code, body := call(t, tc.method, base+tc.path)
+		if code != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s %s: %d, want %d with %s\n%s", tc.method, tc.path, code, tc.code, tc.want, body)
+		}
+		schemas.check(tc.method+" "+tc.path, tc.ref, body)
+	}
+	for _, args := range [][]string{
+		{"history", "delta", "-o", "json"},
+		{"history", "delta", "--item", "ap", "-o", "json"},
+		{"trigger", "delta", "-o", "json"},
+		{"trigger", "delta", "--item", "ap", "-o", "json"},
+	} {
+		out, stderr, code := runCLI(t, env, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		ref := runs
+		if args[0] == "trigger" {
+			ref = trigger
+		}
+		schemas.check(strings.Join(args, " "), ref, []byte(out))
+	}
+}
+
+// responseRef is the JSON pointer of the schema of a documented response
+// (path as the document spells it, {name} and all).
+func responseRef(path, method, status string) string {
+	esc := strings.NewReplacer("~", "~0", "/", "~1", "{", "%7B", "}", "%7D")
+	return "#/paths/" + esc.Replace(path) + "/" + strings.ToLower(method) + "/responses/" + status + "/content/application~1json/schema"
 }
 
 // checkTrigger: POST /api/v1/jobs/alpha/trigger answers 202 with the
