@@ -52,6 +52,7 @@ var badValues = map[string][]string{
 	"http-read-tokens-file":    {"/nonexistent/read"},
 	"http-tls-cert":            {"/nonexistent/http.pem"},
 	"http-tls-key":             {"/nonexistent/http-key.pem"},
+	"item":                     {"Bad Item", ""},
 	"jobs":                     {"/nonexistent/jobs.yaml"},
 	"job-set-format":           {"3", "auto2"},
 	"lease-margin":             {"6s"},

@@ -4,17 +4,35 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The tables of a sharded job's trigger and history: compact by default (a
 // job may have thousands of items); -o json has every item.
+
+// itemForm is the form of every item's name (item_names) and index.
+var itemForm = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// checkItemFlag refuses an --item that no item of any job could match, as a
+// usage error, before etcd is asked; whether the job has it, etcd says.
+func checkItemFlag(c *cobra.Command, item *string) func() error {
+	return func() error {
+		if !c.Flags().Changed("item") || (len(*item) <= config.MaxItemNameLen && itemForm.MatchString(*item)) {
+			return nil
+		}
+		return usageError{fmt.Errorf("--item %q: want an item's name (a-z, 0-9, '.', '_' and '-', up to %d characters) or its index", *item, config.MaxItemNameLen)}
+	}
+}
 
 // maxItemRows bounds the items a table lists one per row.
 const maxItemRows = 10

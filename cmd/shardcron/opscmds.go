@@ -111,7 +111,7 @@ its index for items: N) shows that item's runs like a plain job's.`,
 			return usageError{fmt.Errorf("--limit %d: want 1 to %d", limit, control.MaxHistory)}
 		}
 		return nil
-	})
+	}, checkItemFlag(c, &item))
 	f.bind(c)
 	c.Flags().IntVar(&limit, "limit", control.DefaultHistory, fmt.Sprintf("show at most this many runs, or ticks of a sharded job (1 to %d)", control.MaxHistory))
 	c.Flags().StringVar(&item, "item", "", "show this item's runs, of a sharded job (its name, or its index for items: N)")

@@ -64,7 +64,7 @@ wait is withdrawn and never runs.`,
 			return err
 		}
 		return triggerOutcome(res)
-	})
+	}, checkItemFlag(c, &item))
 	f.bind(c)
 	c.Flags().BoolVar(&wait, "wait", false, "wait for the run's outcome (up to --timeout) and exit 1 unless it succeeded")
 	c.Flags().StringVar(&by, "by", "", "who asks, recorded in history (default: cli:USER@HOST)")
