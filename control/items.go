@@ -197,9 +197,11 @@ func (r *ItemsTriggerResult) poll(ctx context.Context, cli *clientv3.Client, ks 
 	}
 }
 
-// waitEntries is how many history segments a poll of WaitItems reads per
-// item.
-const waitEntries = 32
+// waitEntries is how many of an item's newest history entries a poll of
+// WaitItems reads (Wait reads them all: one job). A run's entry is among
+// them when the poll after its flush reads it, unless the item ran this
+// many times more in between; then the wait reports it no_outcome.
+const waitEntries = 16
 
 // pending returns the indexes of the items with no outcome yet.
 func (r *ItemsTriggerResult) pending() []int {

@@ -128,32 +128,7 @@ func TestAPIResponsesMatchOpenAPI(t *testing.T) {
 			}
 		}
 	}
-	// Documented errors, with the documented body.
-	for _, tc := range []struct{ method, path, status string }{
-		{"GET", "/api/v1/jobs/absent/runs", "404"},
-		{"POST", "/api/v1/jobs/absent/suspend", "404"},
-		{"POST", "/api/v1/jobs/beta/resume", "409"},
-		{"POST", "/api/v1/jobs/absent/trigger", "404"},
-		{"POST", "/api/v1/jobs/beta/trigger", "409"},
-		{"POST", "/api/v1/jobs/alpha/trigger?wait=1y", "400"},
-		{"POST", "/api/v1/jobs/gamma/trigger?item=mars", "404"},
-		{"POST", "/api/v1/jobs/alpha/trigger?item=0", "400"},
-		{"GET", "/api/v1/jobs/gamma/runs?item=mars", "404"},
-		{"GET", "/api/v1/jobs/alpha/runs?item=0", "400"},
-		{"GET", "/api/v1/jobs?limit=0", "400"},
-	} {
-		code, body := call(t, tc.method, base+tc.path)
-		tmpl := strings.Split(tc.path, "?")[0]
-		for _, seg := range []string{"absent", "beta", "alpha", "gamma"} {
-			tmpl = strings.Replace(tmpl, "/"+seg+"/", "/{name}/", 1)
-		}
-		_, found := doc.Paths[tmpl][strings.ToLower(tc.method)].Responses[tc.status]
-		if !found || http.StatusText(code) == "" || itoa(code) != tc.status {
-			t.Errorf("%s %s: %d, want documented %s (documented: %v)", tc.method, tc.path, code, tc.status, found)
-			continue
-		}
-		schemas.check(tc.method+" "+tc.path, responseRef(tmpl, tc.method, tc.status), body)
-	}
+	checkErrors(t, schemas, doc.Paths, base)
 	// The CLI prints the same things with the same fields.
 	for _, tc := range []struct {
 		args []string
@@ -250,6 +225,37 @@ func responseRef(path, method, status string) string {
 	return "#/paths/" + esc.Replace(path) + "/" + strings.ToLower(method) + "/responses/" + status + "/content/application~1json/schema"
 }
 
+// checkErrors: the documented errors answer with the documented status
+// and body.
+func checkErrors(t *testing.T, schemas *openAPISchemas, paths map[string]map[string]apiOperation, base string) {
+	t.Helper()
+	for _, tc := range []struct{ method, path, status string }{
+		{"GET", "/api/v1/jobs/absent/runs", "404"},
+		{"POST", "/api/v1/jobs/absent/suspend", "404"},
+		{"POST", "/api/v1/jobs/beta/resume", "409"},
+		{"POST", "/api/v1/jobs/absent/trigger", "404"},
+		{"POST", "/api/v1/jobs/beta/trigger", "409"},
+		{"POST", "/api/v1/jobs/alpha/trigger?wait=1y", "400"},
+		{"POST", "/api/v1/jobs/gamma/trigger?item=mars", "404"},
+		{"POST", "/api/v1/jobs/alpha/trigger?item=0", "400"},
+		{"GET", "/api/v1/jobs/gamma/runs?item=mars", "404"},
+		{"GET", "/api/v1/jobs/alpha/runs?item=0", "400"},
+		{"GET", "/api/v1/jobs?limit=0", "400"},
+	} {
+		code, body := call(t, tc.method, base+tc.path)
+		tmpl := strings.Split(tc.path, "?")[0]
+		for _, seg := range []string{"absent", "beta", "alpha", "gamma"} {
+			tmpl = strings.Replace(tmpl, "/"+seg+"/", "/{name}/", 1)
+		}
+		_, found := paths[tmpl][strings.ToLower(tc.method)].Responses[tc.status]
+		if !found || http.StatusText(code) == "" || itoa(code) != tc.status {
+			t.Errorf("%s %s: %d, want documented %s (documented: %v)", tc.method, tc.path, code, tc.status, found)
+			continue
+		}
+		schemas.check(tc.method+" "+tc.path, responseRef(tmpl, tc.method, tc.status), body)
+	}
+}
+
 // checkTrigger: POST /api/v1/jobs/alpha/trigger answers 202 with the
 // request, and with ?wait 200 with its run; `trigger -o json` prints the
 // same fields. alpha runs (and fails) every second; a manual run's outcome
@@ -272,16 +278,6 @@ func checkTrigger(t *testing.T, schemas *openAPISchemas, env []string, base stri
 		t.Fatalf("trigger alpha: exit %d: %s", exit, stderr)
 	}
 	schemas.check("trigger alpha -o json", ref, []byte(out))
-}
-
-// schemaRef returns the $ref of a response schema; "" for an inline one
-// (the document's own, a plain object).
-func schemaRef(raw json.RawMessage) string {
-	var s struct {
-		Ref string `json:"$ref"`
-	}
-	_ = json.Unmarshal(raw, &s)
-	return s.Ref
 }
 
 func call(t *testing.T, method, url string) (int, []byte) {
