@@ -80,7 +80,11 @@ func (r *Replica) triggerRoute() dashboard.TriggerFunc {
 		}
 		switch t := res.(type) {
 		case control.TriggerResult:
-			r.log.Info("job triggered over HTTP", "job", name, "item", t.Item, "trigger", t.ID, "shard", t.Shard, "by", by)
+			args := []any{"job", name, "trigger", t.ID, "shard", t.Shard, "by", by}
+			if t.Item != "" {
+				args = append(args, "item", t.Item)
+			}
+			r.log.Info("job triggered over HTTP", args...)
 		case control.ItemsTriggerResult:
 			// Written in part (a later batch failed): the items requested run.
 			r.log.Info("job's items triggered over HTTP", "job", name, "trigger", t.ID, "items", t.Requested, "by", by)
