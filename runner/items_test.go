@@ -143,8 +143,8 @@ func outputVars(out string) map[string]string {
 	return got
 }
 
-// An item's notification names the item in its headers, its body and its
-// idempotency key.
+// An item's notification names the item in its headers, its body (with a
+// link to the item's own runs) and its idempotency key.
 func TestNotifyItem(t *testing.T) {
 	var body []byte
 	var hdr http.Header
@@ -172,6 +172,9 @@ func TestNotifyItem(t *testing.T) {
 	}
 	if got, want := string(b["item"]), `{"index":3,"items":8,"name":"eu-west"}`; got != want {
 		t.Errorf("body's item %s, want %s", got, want)
+	}
+	if got, want := string(b["history"]), `"/api/v1/jobs/invoice-sweep/runs?item=eu-west"`; got != want {
+		t.Errorf("body's history %s, want the item's runs, %s", got, want)
 	}
 	if NotificationKey("c", "j", "", testTick, config.NotifyFailure) != "c/j/2026-11-29T11:30:00Z/failure" {
 		t.Error("a plain job's key changed")

@@ -157,14 +157,16 @@ func (rn *Runner) notify(ctx context.Context, n scheduler.Notification, rd *reda
 // notificationBody is n as its webhook receives it.
 func notificationBody(n scheduler.Notification) NotificationBody {
 	var item *NotificationItem
+	history := "/api/v1/jobs/" + url.PathEscape(n.Job.Name) + "/runs"
 	if !n.Item.IsZero() {
 		item = &NotificationItem{Index: n.Item.Index, Items: n.Item.Count, Name: n.Item.Name}
+		history += "?item=" + url.QueryEscape(n.Item.Name) // the item's own runs
 	}
 	return NotificationBody{Item: item,
 		Cluster: n.Cluster, Job: n.Job.Name, Tick: FormatTick(n.Tick), Kind: n.Kind,
 		Status: n.Status, Attempts: n.Attempts, Detail: n.Detail, ConsecutiveFailures: n.Failures,
 		Node: n.Node, Shard: n.Shard, Token: n.Token, Rerun: n.Rerun,
-		History: "/api/v1/jobs/" + url.PathEscape(n.Job.Name) + "/runs",
+		History: history,
 	}
 }
 
