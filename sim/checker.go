@@ -110,7 +110,7 @@ func (w *world) history() *History {
 		}
 	}
 	for _, r := range w.runs {
-		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: r.run.Job.Name, Tick: r.run.Tick, Token: r.run.Token,
+		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: config.UnitName(r.run.Job.Name, r.run.Item), Tick: r.run.Tick, Token: r.run.Token,
 			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Start: r.start, End: r.end,
 			Cause: r.cause, Failed: r.fail, Deadline: r.deadAt, EndDeadline: r.endDead})
 	}
@@ -179,8 +179,30 @@ type stretch struct {
 	job      config.Job
 }
 
-// lives returns each job's stretches, one per job set that holds it.
+// lives returns each unit's stretches (a job's, or an item's of a sharded
+// job, by config.UnitName), one per job set that holds it: an item an edit
+// drops (a count shrunk, a name gone) is out of the set, as a removed job.
 func (h *History) lives() map[string][]stretch {
+	out := map[string][]stretch{}
+	for i, s := range h.Sets {
+		var to time.Time
+		if i+1 < len(h.Sets) {
+			to = h.Sets[i+1].at
+		}
+		for _, j := range s.set.Jobs {
+			for _, u := range unitsOf(j) {
+				out[u] = append(out[u], stretch{from: s.at, to: to, job: j})
+			}
+		}
+	}
+	return out
+}
+
+// jobLives returns each job's stretches, one per job set that holds it:
+// a suspension is the job's, whichever of its units a set holds (an item
+// added while its job is suspended is suspended from the job's start of
+// it, and nothing of it runs at or before the resume).
+func (h *History) jobLives() map[string][]stretch {
 	out := map[string][]stretch{}
 	for i, s := range h.Sets {
 		var to time.Time
@@ -192,6 +214,12 @@ func (h *History) lives() map[string][]stretch {
 		}
 	}
 	return out
+}
+
+// suspensionsOf returns the suspensions of a unit's job.
+func (h *History) suspensionsOf(unit string, jobs map[string][]stretch) [][2]time.Time {
+	job, _ := config.SplitUnit(unit)
+	return suspensions(jobs[job])
 }
 
 // removedAfter reports whether the job was out of the job set at some
@@ -250,12 +278,13 @@ func (h *History) Report(v Violation) string {
 		s  string
 	}
 	var lines []line
-	shard := keyspace.ShardOf(v.Job, h.Cfg.Shards)
+	shard := keyspace.ShardOf(v.Job, h.Cfg.Shards) // of the unit
+	job, _ := config.SplitUnit(v.Job)              // job set changes name the job
 	for _, r := range h.runsOf(v.Job) {
 		lines = append(lines, line{r.Start, "  run  " + r.String()})
 	}
 	for _, e := range h.Events {
-		if e.Job == v.Job || (e.Job == "" && (e.Shard < 0 || e.Shard == shard)) {
+		if e.Job == v.Job || e.Job == job || (e.Job == "" && (e.Shard < 0 || e.Shard == shard)) {
 			lines = append(lines, line{e.At, "  " + e.String()})
 		}
 	}

@@ -24,6 +24,10 @@ type Config struct {
 	// end_at), max_runs, or a one-shot (at), whose ticks the checker takes
 	// from the shaped schedule. Jitter is not simulated.
 	Shaped bool
+	// Items makes about one job in four a sharded one: 2-6 items, or 2-4
+	// item names, whose count or names the nemesis edits. The checker
+	// holds each unit (job, item) to the contract on its own.
+	Items bool
 	// Log, when set, receives every event as it happens and the
 	// schedulers' own logs.
 	Log io.Writer
@@ -32,7 +36,7 @@ type Config struct {
 // Default is the configuration CI seeds run with.
 func Default() Config {
 	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true}
+		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true, Items: true}
 }
 
 // Event is one thing the sim saw happen outside the runs: ownership,

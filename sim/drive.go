@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -31,7 +32,7 @@ func (w *world) absorb(now time.Time) {
 		w.calls = append(w.calls, c)
 	}
 	slices.SortStableFunc(runs, func(a, b *runRec) int {
-		return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.node, b.node), cmp.Compare(a.run.Job.Name, b.run.Job.Name),
+		return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.node, b.node), cmp.Compare(config.UnitName(a.run.Job.Name, a.run.Item), config.UnitName(b.run.Job.Name, b.run.Item)),
 			a.run.Tick.Compare(b.run.Tick), cmp.Compare(a.run.Attempt, b.run.Attempt))
 	})
 	for _, r := range runs {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The nemesis: every fault, chosen by the seed's random source. It acts
@@ -195,21 +196,32 @@ func (nm *nemesis) fault(now time.Time) {
 	}
 }
 
-// trigger puts n manual trigger requests for a random job.
+// trigger puts n manual trigger requests for a random job: for a sharded
+// one, to one of its units or to each.
 func (nm *nemesis) trigger(now time.Time, n int) {
 	w := nm.w
 	j := w.jobs.set.Jobs[w.rng.IntN(len(w.jobs.set.Jobs))]
-	shard := keyspace.ShardOf(j.Name, w.cfg.Shards)
-	for range n {
-		nm.trig++
-		id := fmt.Sprintf("t%d", nm.trig)
-		w.m.trigger(shard, j.Name, id, now)
-		w.triggers[id] = trigInfo{job: j.Name, at: now}
+	shards := map[int]bool{}
+	for _, unit := range triggerUnits(j, w.rng) {
+		shard := keyspace.ShardOf(unit, w.cfg.Shards)
+		shards[shard] = true
+		for range n {
+			nm.trig++
+			id := fmt.Sprintf("t%d", nm.trig)
+			w.m.trigger(shard, unit, id, now)
+			w.triggers[id] = trigInfo{job: unit, at: now}
+		}
 	}
 	for _, n := range w.nodes {
-		if h := n.held[shard]; n.alive && h != nil && !h.draining {
-			sched, t := n.sched, w.m.triggersOf(shard, h.gen)
-			go func() {
+		var t []scheduler.Trigger
+		for _, shard := range sortedKeys(shards) {
+			if h := n.held[shard]; n.alive && h != nil && !h.draining {
+				t = append(t, w.m.triggersOf(shard, h.gen)...)
+			}
+		}
+		if len(t) > 0 {
+			sched := n.sched
+			go func() { // one goroutine a node: its scheduler hears them in order
 				for _, x := range t {
 					sched.Triggered(x)
 				}
@@ -241,65 +253,6 @@ type jobMeta struct {
 	base           config.Job
 }
 
-var specs = []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *", "*/5 * * * * *", "@every 4s"}
-
-func periodOf(spec string) time.Duration {
-	switch spec {
-	case "*/2 * * * * *":
-		return 2 * time.Second
-	case "*/3 * * * * *":
-		return 3 * time.Second
-	case "*/5 * * * * *":
-		return 5 * time.Second
-	case "@every 4s":
-		return 4 * time.Second
-	}
-	return time.Second
-}
-
-func newJobs(w *world) *jobsState {
-	r := w.rng
-	js := &jobsState{w: w, meta: map[string]*jobMeta{}}
-	var jobs []config.Job
-	for i := range w.cfg.Jobs {
-		spec := specs[r.IntN(len(specs))]
-		j := config.Job{Name: fmt.Sprintf("j%d", i), Schedule: spec, Func: "sim",
-			Timeout: config.Duration(30 * time.Second), Since: w.start}
-		switch r.IntN(5) {
-		case 0, 1:
-			j.Concurrency = config.ConcurrencyAllow
-		case 2, 3:
-			j.Concurrency = config.ConcurrencyForbid
-		default:
-			j.Concurrency = config.ConcurrencyReplace
-		}
-		switch r.IntN(10) {
-		case 0, 1:
-			j.Misfire = config.MisfireRunOnce
-		case 2:
-			j.Misfire = config.MisfireSkip
-		default:
-			j.Misfire = config.MisfireRunAll
-		}
-		if r.IntN(8) == 0 {
-			j.Retries = &config.Retries{Attempts: 2, Backoff: config.Duration(200 * time.Millisecond)}
-		}
-		if w.cfg.Shaped && r.IntN(6) == 0 {
-			shape(&j, w)
-		}
-		p := periodOf(spec)
-		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}
-		if r.IntN(3) == 0 {
-			m.maxRun = 2 * p // runs that outlast the period: forbid and replace act
-		}
-		js.meta[j.Name] = m
-		jobs = append(jobs, j)
-	}
-	js.set = config.JobSet{Version: 1, Jobs: jobs}
-	js.sets = []setAt{{w.start, js.set}}
-	return js
-}
-
 // duration is how long a run of job takes, and whether it fails.
 func (js *jobsState) duration(job string) (time.Duration, bool) {
 	m := js.meta[job]
@@ -327,6 +280,11 @@ func (js *jobsState) edit(now time.Time) {
 			continue
 		}
 		found = true
+		if j.ItemCount() > 0 && r.IntN(2) == 0 {
+			what = editItems(&j, r)
+			set.Jobs = append(set.Jobs, j)
+			continue
+		}
 		switch k := r.IntN(3); {
 		case k == 0 || m.strict:
 			j.Suspend = !j.Suspend

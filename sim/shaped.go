@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -23,4 +24,66 @@ func shape(j *config.Job, w *world) {
 	default:
 		j.Schedule, j.At = "", at(5*time.Second, d/2)
 	}
+}
+
+var specs = []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *", "*/5 * * * * *", "@every 4s"}
+
+func periodOf(spec string) time.Duration {
+	switch spec {
+	case "*/2 * * * * *":
+		return 2 * time.Second
+	case "*/3 * * * * *":
+		return 3 * time.Second
+	case "*/5 * * * * *":
+		return 5 * time.Second
+	case "@every 4s":
+		return 4 * time.Second
+	}
+	return time.Second
+}
+
+func newJobs(w *world) *jobsState {
+	r := w.rng
+	js := &jobsState{w: w, meta: map[string]*jobMeta{}}
+	var jobs []config.Job
+	for i := range w.cfg.Jobs {
+		spec := specs[r.IntN(len(specs))]
+		j := config.Job{Name: fmt.Sprintf("j%d", i), Schedule: spec, Func: "sim",
+			Timeout: config.Duration(30 * time.Second), Since: w.start}
+		switch r.IntN(5) {
+		case 0, 1:
+			j.Concurrency = config.ConcurrencyAllow
+		case 2, 3:
+			j.Concurrency = config.ConcurrencyForbid
+		default:
+			j.Concurrency = config.ConcurrencyReplace
+		}
+		switch r.IntN(10) {
+		case 0, 1:
+			j.Misfire = config.MisfireRunOnce
+		case 2:
+			j.Misfire = config.MisfireSkip
+		default:
+			j.Misfire = config.MisfireRunAll
+		}
+		if r.IntN(8) == 0 {
+			j.Retries = &config.Retries{Attempts: 2, Backoff: config.Duration(200 * time.Millisecond)}
+		}
+		if w.cfg.Shaped && r.IntN(6) == 0 {
+			shape(&j, w)
+		}
+		if w.cfg.Items && r.IntN(4) == 0 {
+			itemize(&j, r)
+		}
+		p := periodOf(spec)
+		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}
+		if r.IntN(3) == 0 {
+			m.maxRun = 2 * p // runs that outlast the period: forbid and replace act
+		}
+		js.meta[j.Name] = m
+		jobs = append(jobs, j)
+	}
+	js.set = config.JobSet{Version: 1, Jobs: jobs}
+	js.sets = []setAt{{w.start, js.set}}
+	return js
 }

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -285,7 +286,7 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 	// The runner checks right before it acts, as runner.HTTP does: a run
 	// past the deadline, or whose context already ended, has no effect.
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
-		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: run.Job.Name, Tick: run.Tick, Token: run.Token,
+		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: config.UnitName(run.Job.Name, run.Item), Tick: run.Tick, Token: run.Token,
 			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, End: time.Now()})
 		return nil, false
 	}
