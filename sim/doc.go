@@ -37,9 +37,14 @@
 // landed) and lose their answers (landed, ErrUnknown). About one job in six
 // is shaped (Config.Shaped): a start_at/end_at window, max_runs, or a
 // one-shot at; the checker takes its ticks from the shaped schedule
-// (config.Job.Fires). Jitter is not simulated. The last part of a
-// run (Config.Quiet) heals everything and resumes every job so catch-up
-// can finish before the checker reads the history.
+// (config.Job.Fires). About one job in four is sharded (Config.Items):
+// 2-6 items or 2-4 item_names, each item a unit of its own
+// (config.UnitName: its own shard, record, trigger requests and history);
+// edits grow or shrink its count and reorder, rename, drop or add its
+// names, and a manual trigger goes to one of its units or to each. Jitter
+// is not simulated. The last part of a run (Config.Quiet) heals
+// everything and resumes every job so catch-up can finish before the
+// checker reads the history.
 //
 // Clock steps: each node reads its wall clock through scheduler.Config.Clock,
 // which the nemesis steps up to 5 s either way (skew between owners); the
@@ -54,7 +59,10 @@
 //
 // # Checker
 //
-// properties.go holds one function per property: no tick lost under its
+// properties.go holds one function per property, each over units: a job,
+// or one item of a sharded job, keyed by its unit name (an item an edit
+// drops is out of the job set, as a removed job; a suspension is its
+// job's, whichever items the job has then). No tick lost under its
 // misfire policy (run_all jobs never edited nor removed; forbid excuses a
 // tick that came due while a run of the job ran); no repeat of (job, tick)
 // unless the later run is marked Rerun (or is a retry attempt of the same
@@ -75,6 +83,8 @@
 //	go test ./sim -run TestSimSeeds -sim.seeds=N -sim.start=K   a long run
 //	... -sim.seeds=N -sim.hashes=FILE   every seed's history hash: a refactor
 //	                                    that changes nothing keeps every line
+//	... -sim.items=false                 no sharded jobs (a seed then replays
+//	                                    as it did before Config.Items)
 //	make sim                                          100,000 seeds
 //
 // A seed that fails is kept in testdata/seeds.txt with the property it

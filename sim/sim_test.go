@@ -23,6 +23,7 @@ var (
 	flagStart  = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
 	flagHashes = flag.String("sim.hashes", "", "with -sim.seeds: write each seed's history hash to this file (a refactor that changes nothing keeps every line)")
 	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
+	flagItems  = flag.Bool("sim.items", true, "make about one job in four a sharded one (items, item_names)")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
@@ -77,7 +78,7 @@ func keptSeeds(t *testing.T) []uint64 {
 // seed verbosely; with -sim.seeds a long run.
 func TestSimSeeds(t *testing.T) {
 	cfg := Default()
-	cfg.Bursts = *flagBursts
+	cfg.Bursts, cfg.Items = *flagBursts, *flagItems
 	switch {
 	case *flagSeed != 0:
 		cfg.Log = os.Stderr
