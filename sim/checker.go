@@ -198,10 +198,10 @@ func (h *History) lives() map[string][]stretch {
 	return out
 }
 
-// jobLives returns each job's stretches, one per job set that holds it:
-// a suspension is the job's, whichever of its units a set holds (an item
-// added while its job is suspended is suspended from the job's start of
-// it, and nothing of it runs at or before the resume).
+// jobLives returns each job's stretches, one per job set that holds it.
+// Suspensions are taken from them: a suspension and its resume are the
+// job's and bound every item (config.Job.NotBefore), one added after the
+// resume too.
 func (h *History) jobLives() map[string][]stretch {
 	out := map[string][]stretch{}
 	for i, s := range h.Sets {

@@ -95,6 +95,12 @@ func TestCheckerItems(t *testing.T) {
 			dropRuns(h, "j:1", 8, 10)
 			h.Runs = append(h.Runs, Run{Node: "n2", Job: "j:1", Tick: at(4), Token: 9, Attempt: 1, Start: at(11.1), End: at(11.2), Deadline: at(100)})
 		}, ""},
+		{"an item added again re-runs an old tick, marked: the same gap", allowAll, func(h *History) {
+			withItems(h, 7, 1)
+			withItems(h, 11, 2)
+			dropRuns(h, "j:1", 8, 10)
+			h.Runs = append(h.Runs, Run{Node: "n2", Job: "j:1", Tick: at(4), Token: 9, Attempt: 1, Rerun: true, Start: at(11.1), End: at(11.2), Deadline: at(100), EndDeadline: at(100)})
+		}, ""},
 		{"an item added again repeats a tick of its new life", allowAll, func(h *History) {
 			withItems(h, 7, 1)
 			withItems(h, 11, 2)

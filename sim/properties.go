@@ -81,18 +81,20 @@ func noLostTick(h *History) []Violation {
 	return vs
 }
 
-// spans merges the attempts of each (tick, token) into one run, from the
-// first attempt's start to the last one's end: retries stay inside their
-// tick's run, backoff included.
+// spans merges the attempts of each (unit, tick, token) into one run, from
+// the first attempt's start to the last one's end: retries stay inside
+// their tick's run, backoff included. The unit is in the key: the units of
+// one shard share a token, and often a tick.
 func spans(runs []Run) []Run {
 	type key struct {
+		job   string
 		tick  time.Time
 		token int64
 	}
 	idx := map[key]int{}
 	var out []Run
 	for _, r := range runs {
-		k := key{r.Tick, r.Token}
+		k := key{r.Job, r.Tick, r.Token}
 		i, ok := idx[k]
 		if !ok {
 			idx[k] = len(out)
@@ -194,7 +196,7 @@ func noQuietRepeat(h *History) []Violation {
 		job  string
 		tick time.Time
 	}
-	first := map[key]Run{}
+	first, lives := map[key]Run{}, h.lives()
 	for _, r := range spans(h.Runs) {
 		k := key{r.Job, r.Tick}
 		f, seen := first[k]
@@ -204,6 +206,9 @@ func noQuietRepeat(h *History) []Violation {
 		}
 		if !r.Rerun || r.Token == f.Token || f.Cause != "" || f.Failed || f.End.IsZero() {
 			continue // a retry, a run cut short, one still running or in a retry's backoff
+		}
+		if itemReadded(h, lives, f, r) {
+			continue // the known gap: the item's new life ran it again (first unmarked, then maybe marked)
 		}
 		from, to := f.ownerStart(), f.End.Add(quietGap)
 		if f.EndDeadline.Before(to) {
