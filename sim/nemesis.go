@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -219,13 +220,12 @@ func (nm *nemesis) trigger(now time.Time, n int) {
 				t = append(t, w.m.triggersOf(shard, h.gen)...)
 			}
 		}
-		if len(t) > 0 {
-			sched := n.sched
-			go func() { // one goroutine a node: its scheduler hears them in order
-				for _, x := range t {
-					sched.Triggered(x)
-				}
-			}()
+		// One at a time, each taken alone: the scheduler's loop takes in one
+		// batch whatever has arrived, so a feeder racing it would batch them
+		// as the runtime ran it, and one seed would replay differently.
+		for _, x := range t {
+			go n.sched.Triggered(x)
+			synctest.Wait()
 		}
 	}
 }
