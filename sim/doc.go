@@ -87,8 +87,7 @@
 //	go test ./sim -run TestSimSeeds -sim.seeds=N -sim.start=K   a long run
 //	... -sim.seeds=N -sim.hashes=FILE   every seed's history hash: a refactor
 //	                                    that changes nothing keeps every line
-//	... -sim.items=false                 no sharded jobs (a seed then replays
-//	                                    as it did before Config.Items)
+//	... -sim.items=false                 no sharded jobs
 //	make sim                                          100,000 seeds
 //
 // A seed that fails is kept in testdata/seeds.txt with the property it
