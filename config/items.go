@@ -119,6 +119,39 @@ func SplitUnit(unit string) (job, item string) {
 	return job, item
 }
 
+// ItemsAddedAfter is ItemsAdded of j, the version of a job that follows
+// prev (of the same name), applied at now: prev's times of the items j
+// keeps, and now for each item prev lacked — new, or dropped by prev and
+// added again, whose record went with the drop. A job that gains items
+// after its first version gains them all now. The job store sets it; the
+// simulator, which stands in for it, calls it too.
+func (j *Job) ItemsAddedAfter(prev *Job, now time.Time) map[string]time.Time {
+	n := j.ItemCount()
+	if n == 0 {
+		return nil
+	}
+	had := make(map[string]bool, prev.ItemCount())
+	for k := range prev.ItemCount() {
+		had[prev.Item(k).Name] = true
+	}
+	var out map[string]time.Time
+	for k := range n {
+		name := j.Item(k).Name
+		t, ok := prev.ItemsAdded[name]
+		switch {
+		case !had[name]:
+			t, ok = now, true
+		case !ok:
+			continue
+		}
+		if out == nil {
+			out = make(map[string]time.Time)
+		}
+		out[name] = t
+	}
+	return out
+}
+
 // UnitSince is the Since of the job's unit for it: the later of the job's
 // Since and when the item was added (ItemsAdded), so an item added to a
 // running job has no missed ticks from before it existed.

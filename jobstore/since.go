@@ -30,38 +30,7 @@ func withSince(current, next []config.Job, now time.Time) []config.Job {
 		if p.Suspend && !next[i].Suspend {
 			out[i].Resumed = now
 		}
-		out[i].ItemsAdded = itemsAdded(p, &next[i], now)
-	}
-	return out
-}
-
-// itemsAdded is config.Job.ItemsAdded of next, the job that follows prev
-// (of the same name): prev's times of the items next keeps, and now for
-// each item prev lacked. A job that gains items after its first version
-// gains them all now.
-func itemsAdded(prev, next *config.Job, now time.Time) map[string]time.Time {
-	n := next.ItemCount()
-	if n == 0 {
-		return nil
-	}
-	had := make(map[string]bool, prev.ItemCount())
-	for k := range prev.ItemCount() {
-		had[prev.Item(k).Name] = true
-	}
-	var out map[string]time.Time
-	for k := range n {
-		name := next.Item(k).Name
-		t, ok := prev.ItemsAdded[name]
-		switch {
-		case !had[name]:
-			t, ok = now, true
-		case !ok:
-			continue
-		}
-		if out == nil {
-			out = make(map[string]time.Time)
-		}
-		out[name] = t
+		out[i].ItemsAdded = next[i].ItemsAddedAfter(p, now)
 	}
 	return out
 }

@@ -135,13 +135,12 @@ func TestItemAddedLaterHasNoMissedTicks(t *testing.T) {
 
 // An item dropped by an edit and added again is a unit removed and added
 // again: its new life must not run the ticks its old one ran. Its record
-// went with the removal, and its job's since did not move (a job added
-// again gets a new since from the job store; an item has none), so the
-// item's next owner, who does not remember its old life, catches it up
-// from the job's since and runs ticks 10 and 20 again, unmarked: the
-// simulator's seed 88 (sim/testdata/seeds.txt).
+// went with the removal; its job's since did not move. Without a since of
+// its own (ItemsAdded, stamped by the job store) the item's next owner,
+// who does not remember its old life, caught it up from the job's since
+// and ran ticks 10 and 20 again, unmarked: the simulator's seed 88
+// (sim/testdata/seeds.txt).
 func TestItemDroppedAndAddedAgainRunsNoTickTwice(t *testing.T) {
-	t.Skip("known gap (issue 26): an item added again catches up from its job's since; needs a since per item (sim/testdata/seeds.txt, seed 88)")
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0)
 		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 3, Since: t0,
@@ -152,7 +151,9 @@ func TestItemDroppedAndAddedAgainRunsNoTickTwice(t *testing.T) {
 			hs[0].s.Acquired(g)
 		}
 		set := func(v int64, items int) {
+			prev := j
 			j.Items = items
+			j.ItemsAdded = j.ItemsAddedAfter(&prev, time.Now()) // as the job store stamps them
 			for _, h := range hs {
 				h.s.SetJobs(config.JobSet{Version: v, Jobs: []config.Job{j}})
 			}

@@ -190,8 +190,12 @@ func (h *History) lives() map[string][]stretch {
 			to = h.Sets[i+1].at
 		}
 		for _, j := range s.set.Jobs {
-			for _, u := range unitsOf(j) {
-				out[u] = append(out[u], stretch{from: s.at, to: to, job: j})
+			for k, u := range unitsOf(j) {
+				uj := j // the unit's own Since: an item added later starts later
+				if j.ItemCount() > 0 {
+					uj.Since = j.UnitSince(j.Item(k))
+				}
+				out[u] = append(out[u], stretch{from: s.at, to: to, job: uj})
 			}
 		}
 	}

@@ -281,7 +281,9 @@ func (js *jobsState) edit(now time.Time) {
 		}
 		found = true
 		if j.ItemCount() > 0 && r.IntN(2) == 0 {
+			prev := j
 			what = editItems(&j, r)
+			j.ItemsAdded = j.ItemsAddedAfter(&prev, now) // as the job store stamps them
 			set.Jobs = append(set.Jobs, j)
 			continue
 		}

@@ -122,7 +122,7 @@ func noUnmarkedRepeat(h *History) []Violation {
 		job  string
 		tick time.Time
 	}
-	first, lives := map[key]Run{}, h.lives()
+	first := map[key]Run{}
 	for _, r := range h.Runs {
 		k := key{r.Job, r.Tick}
 		f, seen := first[k]
@@ -130,7 +130,7 @@ func noUnmarkedRepeat(h *History) []Violation {
 			first[k] = r
 			continue
 		}
-		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) || earlyBeforeReadd(h, f, r) || itemReadded(h, lives, f, r) {
+		if r.Rerun || (r.Attempt > 1 && r.Token == f.Token) || earlyBeforeReadd(h, f, r) {
 			continue
 		}
 		v := Violation{Property: "no unmarked repeat", Job: r.Job, Detail: fmt.Sprintf("tick %s ran at %s (%s token %d) and again unmarked at %s (%s token %d)",
@@ -156,26 +156,6 @@ func earlyBeforeReadd(h *History, f, r Run) bool {
 	})
 }
 
-// itemReadded names the repeat of a known gap (issue 26; the scheduler's
-// TestItemDroppedAndAddedAgainRunsNoTickTwice, skipped): an item dropped by
-// an edit and added again has no since of its own, so an owner that does
-// not remember its old life catches it up from its job's since and runs
-// again, unmarked, the ticks its old life ran (f) before its return.
-// Remove it once an item gets a since of its own.
-func itemReadded(h *History, lives map[string][]stretch, f, r Run) bool {
-	if _, item := config.SplitUnit(r.Job); item == "" {
-		return false
-	}
-	ss := lives[r.Job]
-	for i := 1; i < len(ss); i++ {
-		back := ss[i].from // a return after a gap: the item was out of the set
-		if !ss[i-1].to.Equal(back) && f.ownerStart().Before(back) && !r.ownerStart().Before(back) && !r.Tick.After(back.Add(h.Skew)) {
-			return true
-		}
-	}
-	return false
-}
-
 // quietGap is how long after a run's end its completion must be durable
 // when nothing goes wrong (issue 21: a fault that begins at least 300 ms
 // after the last run ended causes no repeat); crashGap is the bound for a
@@ -196,7 +176,7 @@ func noQuietRepeat(h *History) []Violation {
 		job  string
 		tick time.Time
 	}
-	first, lives := map[key]Run{}, h.lives()
+	first := map[key]Run{}
 	for _, r := range spans(h.Runs) {
 		k := key{r.Job, r.Tick}
 		f, seen := first[k]
@@ -206,9 +186,6 @@ func noQuietRepeat(h *History) []Violation {
 		}
 		if !r.Rerun || r.Token == f.Token || f.Cause != "" || f.Failed || f.End.IsZero() {
 			continue // a retry, a run cut short, one still running or in a retry's backoff
-		}
-		if itemReadded(h, lives, f, r) {
-			continue // the known gap: the item's new life ran it again (first unmarked, then maybe marked)
 		}
 		from, to := f.ownerStart(), f.End.Add(quietGap)
 		if f.EndDeadline.Before(to) {
