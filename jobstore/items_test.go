@@ -66,7 +66,9 @@ func TestApplyCollectsOnlyDroppedItems(t *testing.T) {
 		return []config.Job{j, other}
 	}
 	mustApply(t, cli, ks, split(4), opts)
-	unit := func(i int) string { return config.UnitName("split", config.Item{Index: i, Count: 4, Name: fmt.Sprint(i)}) }
+	unit := func(i int) string {
+		return config.UnitName("split", config.Item{Index: i, Count: 4, Name: fmt.Sprint(i)})
+	}
 	for i := range 4 {
 		u := unit(i)
 		sh := keyspace.ShardOf(u, shards)
