@@ -14,8 +14,8 @@ import (
 	"github.com/shardcron/shardcron/shard"
 )
 
-// TestDrainUndrain: three replicas, jobs firing every second (misfire
-// run_all) into the fencing ledger. `drain n2 --wait` moves every shard of
+// TestDrainUndrain: three replicas, jobs (and a sharded job's items)
+// firing every second (misfire run_all) into the fencing ledger. `drain n2 --wait` moves every shard of
 // n2 to n1 and n3 by graceful handoffs; status and the state API show it
 // drained; `undrain n2 --wait` brings its share back. The ledger shows no
 // tick missed and none accepted twice.
@@ -35,12 +35,12 @@ func TestDrainUndrain(t *testing.T) {
 	// The window starts before the drain, so every handoff lands inside it,
 	// and after each job's first fire (no tick at or before a job's since
 	// runs).
-	waitTrue(t, "every job fired", func() bool {
-		jobs := map[string]bool{}
+	waitTrue(t, "every job and item fired", func() bool {
+		units := map[fireKey]bool{}
 		for _, f := range led.Fires() {
-			jobs[f.Job] = true
+			units[fireKey{Job: f.Job, Item: f.Item}] = true
 		}
-		return len(jobs) == faultJobs
+		return len(units) == len(faultUnits())
 	})
 	begin := time.Now().Truncate(time.Second)
 
