@@ -151,8 +151,14 @@ func (j *Job) Fires() (cronspec.Schedule, error) { return j.ItemFires(Item{}) }
 
 // ItemFires is Fires for one item of a sharded job: the same ticks, each
 // item's fire delayed by its own jitter (hashed from the unit's name, so
-// the items of one tick do not all land at one instant).
+// the items of one tick do not all land at one instant), and bounded by
+// the item's own since (UnitSince), as the scheduler bounds it.
 func (j *Job) ItemFires(it Item) (cronspec.Schedule, error) {
+	if since := j.UnitSince(it); !since.Equal(j.Since) {
+		u := *j // an item added later counts max_runs, and starts, from its addition
+		u.Since = since
+		j = &u
+	}
 	var base cronspec.Schedule
 	if !j.At.IsZero() {
 		base = cronspec.At(j.At)

@@ -21,10 +21,7 @@ func TestItemsRunOnTheirShardsOwnerOnce(t *testing.T) {
 		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 12, Since: t0,
 			Concurrency: config.ConcurrencyForbid, Misfire: config.MisfireRunOnce}
 		hs := owners(t, 2, nil, j)
-		for sh := range testShards {
-			g, _ := hs[sh%2].grant(sh, int64(10+sh), nil)
-			hs[sh%2].s.Acquired(g)
-		}
+		grantEvery(func(sh int) *harness { return hs[sh%2] })
 		sleepUntil(t0.Add(35 * time.Second))
 		synctest.Wait()
 
@@ -77,10 +74,7 @@ func TestItemsDroppedStop(t *testing.T) {
 			Concurrency: config.ConcurrencyForbid, Misfire: config.MisfireRunOnce}
 		h := newHarness(t, nil, j)
 		defer h.stop()
-		for sh := range testShards {
-			g, _ := h.grant(sh, int64(10+sh), nil)
-			h.s.Acquired(g)
-		}
+		grantEvery(func(int) *harness { return h })
 		sleepUntil(t0.Add(15 * time.Second))
 		j.Items = 4
 		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{j}})
@@ -108,10 +102,7 @@ func TestItemAddedLaterHasNoMissedTicks(t *testing.T) {
 			Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunAll}
 		h := newHarness(t, nil, j)
 		defer h.stop()
-		for sh := range testShards {
-			g, _ := h.grant(sh, int64(10+sh), nil)
-			h.s.Acquired(g)
-		}
+		grantEvery(func(int) *harness { return h })
 		sleepUntil(t0.Add(35 * time.Second))
 		added := t0.Add(35 * time.Second)
 		j.Items, j.ItemsAdded = 4, map[string]time.Time{"2": added, "3": added}
@@ -146,10 +137,7 @@ func TestItemDroppedAndAddedAgainRunsNoTickTwice(t *testing.T) {
 		j := config.Job{Name: "split", Schedule: "*/10 * * * * *", Items: 3, Since: t0,
 			Concurrency: config.ConcurrencyAllow, Misfire: config.MisfireRunAll}
 		hs := owners(t, 2, nil, j)
-		for sh := range testShards {
-			g, _ := hs[0].grant(sh, int64(10+sh), nil)
-			hs[0].s.Acquired(g)
-		}
+		grantEvery(func(int) *harness { return hs[0] })
 		set := func(v int64, items int) {
 			prev := j
 			j.Items = items
@@ -189,4 +177,13 @@ func TestItemDroppedAndAddedAgainRunsNoTickTwice(t *testing.T) {
 			t.Errorf("item 2 ran ticks %v; want 10 s before its removal and 40 s after", ran)
 		}
 	})
+}
+
+// grantEvery grants each shard, token 10+shard, to the harness owner picks.
+func grantEvery(owner func(shard int) *harness) {
+	for sh := range testShards {
+		h := owner(sh)
+		g, _ := h.grant(sh, int64(10+sh), nil)
+		h.s.Acquired(g)
+	}
 }
