@@ -118,7 +118,7 @@ etcd-image:
 
 # The end-to-end suite on Docker (e2e/, build tag e2e): the current image,
 # etcd, the ledger sink, and for the rolling upgrade an image of the last
-# landed main (e78af9c; UPGRADING.md says how the two read each other's
+# landed main (cf7dae6; UPGRADING.md says how the two read each other's
 # data).
 E2E_OLD_COMMIT ?= cf7dae6
 E2E_OLD_IMAGE  ?= shardcron:e2e-old-$(E2E_OLD_COMMIT)
