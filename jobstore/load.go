@@ -40,6 +40,11 @@ func Load(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.
 // when there is none), which Apply compare-and-swaps on, and the revision
 // it was read at, which Watch starts from.
 func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache partCache) (config.JobSet, pointer, error) {
+	return loadHeld(ctx, cli, ks, cache, nil)
+}
+
+// loadHeld is loadCurrent keeping the jobs of the parts h holds.
+func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache partCache, h *holding) (config.JobSet, pointer, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := cli.Get(ctx, ks.JobsCurrent())
 		if err != nil {
@@ -56,7 +61,7 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, c
 		if testHookAfterPointer != nil {
 			testHookAfterPointer()
 		}
-		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision, cache) // on error, p still says what was current
+		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision, cache, h) // on error, p still says what was current
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
 			// pointer may be current by now, so start again from it.
@@ -68,12 +73,24 @@ func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, c
 
 // readVersion reads the set p points to as of revision rev, at which p is
 // known to be the pointer (or to have been written, for a watch event). A
-// format 2 set takes the parts cache holds already (readParts).
-func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache) (config.JobSet, error) {
+// format 2 set takes the parts cache holds already, and keeps the jobs of
+// the parts h holds (readParts); a format 1 set is one blob, held whole.
+func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
 	if p.Format >= 2 {
-		return readParts(ctx, cli, ks, p, rev, cache)
+		return readParts(ctx, cli, ks, p, rev, cache, h)
 	}
-	clear(cache)
+	set, err := readBlob(ctx, cli, ks, p, rev)
+	if err == nil {
+		clear(cache)
+		if h != nil {
+			indexWhole(set.Jobs, h.shards, cache)
+		}
+	}
+	return set, err
+}
+
+// readBlob reads the chunks of a format 1 version.
+func readBlob(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64) (config.JobSet, error) {
 	r := newChunkReader(p)
 	prefix := ks.JobSet(p.Version)
 	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)

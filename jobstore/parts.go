@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,13 +175,19 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 	return plan, nil
 }
 
-// partCache is what a watcher keeps of the parts it read, by shard.
-type partCache map[int]cachedPart
+// partCache is what a watcher keeps of the parts it read, by shard: with
+// a holding (WatchHeld), every part's index and the wanted parts' jobs;
+// without, every part's jobs.
+type partCache map[int]*partIndex
 
-type cachedPart struct {
-	ref  partRef
-	jobs []config.Job
+// holding says which parts' jobs a watcher keeps (the rest it indexes);
+// nil keeps every part's jobs and indexes none.
+type holding struct {
+	shards int            // the cluster's shard count (Index.Shards)
+	want   func(int) bool // part shards whose jobs are kept
 }
+
+func (h *holding) holds(s int) bool { return h == nil || h.want(s) }
 
 // testHookPartsRead, when set, is told how many parts each read asks for.
 var testHookPartsRead func(n int)
@@ -191,17 +198,25 @@ const (
 	partBytesPerRead = 8 << 20
 )
 
-// readParts reads the set of a format 2 pointer as of revision rev. Parts
-// that cache holds under the same ref are taken from it, not read; cache,
-// when not nil, then holds exactly p's parts. The jobs come in shard, then
-// name order.
-func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache) (config.JobSet, error) {
-	got := make(map[int][]config.Job, len(p.Parts))
+// readParts reads the set of a format 2 pointer as of revision rev (0: the
+// newest revision; parts are never rewritten). Parts that cache holds
+// under the same ref are taken from it, not read, unless h now holds a
+// part whose jobs the cache dropped; cache, when not nil, then holds
+// exactly p's parts. The jobs returned are those of the parts h holds, in
+// shard, then name order.
+func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
+	got := make(map[int]*partIndex, len(p.Parts))
 	var todo []partRef
 	for _, r := range p.Parts {
-		if c, ok := cache[r.Shard]; ok && c.ref == r {
-			got[r.Shard] = c.jobs
-		} else {
+		c, ok := cache[r.Shard]
+		switch {
+		case !ok || c.ref != r:
+			todo = append(todo, r)
+		case !h.holds(r.Shard):
+			got[r.Shard] = c.drop()
+		case c.jobs != nil:
+			got[r.Shard] = c
+		default:
 			todo = append(todo, r)
 		}
 	}
@@ -211,33 +226,37 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 			size += todo[n].Bytes
 			n++
 		}
-		if err := readPartBatch(ctx, cli, ks, todo[:n], rev, got); err != nil {
+		if err := readPartBatch(ctx, cli, ks, todo[:n], rev, func(r partRef, jobs []config.Job) {
+			if h == nil {
+				got[r.Shard] = &partIndex{ref: r, jobs: jobs}
+			} else {
+				got[r.Shard] = newPartIndex(r, jobs, h.shards, h.holds(r.Shard))
+			}
+		}); err != nil {
 			return config.JobSet{}, err
 		}
 		todo = todo[n:]
 	}
-	jobs := make([]config.Job, 0, p.Jobs)
+	var jobs []config.Job
 	for _, r := range p.Parts {
-		jobs = append(jobs, got[r.Shard]...)
+		jobs = append(jobs, got[r.Shard].held()...)
 	}
 	if cache != nil {
 		clear(cache)
-		for _, r := range p.Parts {
-			cache[r.Shard] = cachedPart{ref: r, jobs: got[r.Shard]}
-		}
+		maps.Copy(cache, got)
 	}
 	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
 }
 
 // readPartBatch reads refs' chunks in one transaction at revision rev and
 // checks each part against its ref.
-func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []partRef, rev int64, got map[int][]config.Job) error {
+func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []partRef, rev int64, got func(partRef, []config.Job)) error {
 	if testHookPartsRead != nil {
 		testHookPartsRead(len(refs))
 	}
 	ops := make([]clientv3.Op, len(refs))
 	for i, r := range refs {
-		ops[i] = clientv3.OpGet(ks.JobParts(r.Version, r.Shard), clientv3.WithPrefix(), clientv3.WithRev(rev))
+		ops[i] = clientv3.OpGet(ks.JobParts(r.Version, r.Shard), clientv3.WithPrefix(), clientv3.WithRev(rev)) // 0: newest
 	}
 	resp, err := cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
@@ -246,7 +265,11 @@ func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 	for i, r := range refs {
 		prefix := ks.JobParts(r.Version, r.Shard)
 		cr := newPartReader(r)
-		for _, kv := range resp.Responses[i].GetResponseRange().GetKvs() {
+		kvs := resp.Responses[i].GetResponseRange().GetKvs()
+		if len(kvs) == 0 {
+			return fmt.Errorf("%w: %w: version %d part of shard %d", ErrCorrupt, ErrPartGone, r.Version, r.Shard)
+		}
+		for _, kv := range kvs {
 			index, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), prefix))
 			if err != nil {
 				return fmt.Errorf("%w: unexpected key %q", ErrCorrupt, kv.Key)
@@ -259,7 +282,7 @@ func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 		if err != nil {
 			return err
 		}
-		got[r.Shard] = set.Jobs
+		got(r, set.Jobs)
 	}
 	return nil
 }

@@ -27,8 +27,9 @@ const (
 type WatchOption func(*watchConfig)
 
 type watchConfig struct {
-	log *slog.Logger
-	bad *baddata.Reporter
+	log  *slog.Logger
+	bad  *baddata.Reporter
+	sink sink
 }
 
 // WithLogger makes Watch log the etcd errors it retries.
@@ -75,14 +76,43 @@ var errRelist = errors.New("jobstore: watch compacted, re-listing")
 // not decode is reported too, but fails the read (retried with backoff):
 // an unreadable suspension must not silently become a running job.
 func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), opts ...WatchOption) error {
-	cfg := watchConfig{log: slog.New(slog.DiscardHandler)}
+	return watch(ctx, cli, ks, wholeSink(fn), opts...)
+}
+
+// sink is what a watch hands its sets to: Watch's fn, whole, or
+// WatchHeld's (held.go).
+type sink interface {
+	// holding says which parts' jobs the next read keeps (nil: all).
+	holding() *holding
+	// changes signals that holding changed (nil: never).
+	changes() <-chan struct{}
+	// deliver hands set over, with the parts cache and the pointer it was
+	// read from (format) and the overrides applied to it.
+	// again: only the holding changed since the last delivery.
+	deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool)
+	// pending reports a holding read but not delivered yet.
+	pending() bool
+}
+
+// wholeSink delivers every job.
+type wholeSink func(config.JobSet)
+
+func (wholeSink) holding() *holding        { return nil }
+func (wholeSink) changes() <-chan struct{} { return nil }
+func (wholeSink) pending() bool            { return false }
+func (f wholeSink) deliver(set config.JobSet, _ partCache, _ int, _ map[string]Override, _ bool) {
+	f(set)
+}
+
+func watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, sk sink, opts ...WatchOption) error {
+	cfg := watchConfig{log: slog.New(slog.DiscardHandler), sink: sk}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	st := watchState{last: delivered{rev: -1}}
 	backoff := watchBackoffMin
 	for {
-		err := watchOnce(ctx, cli, ks, fn, &st, &cfg)
+		err := watchOnce(ctx, cli, ks, &st, &cfg)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -121,6 +151,7 @@ type watchState struct {
 	last  delivered
 	good  *config.JobSet
 	parts partCache // the parts of good (format 2), so a change reads only its own
+	ptr   pointer   // the pointer good was read from
 }
 
 // running is the version the caller keeps (-1: none yet).
@@ -135,18 +166,18 @@ func (s *watchState) running() int64 {
 // effective set if new, then follows the pointer and the overrides in one
 // watch range until the watch fails; it always returns an error (ctx's
 // when done).
-func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func(config.JobSet), st *watchState, cfg *watchConfig) error {
+func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *watchState, cfg *watchConfig) error {
 	if st.parts == nil {
 		st.parts = partCache{}
 	}
-	base, p, err := loadCurrent(ctx, cli, ks, st.parts)
+	base, p, err := loadHeld(ctx, cli, ks, st.parts, cfg.sink.holding())
 	switch {
 	case unusable(err) && p.readRev != 0:
 		cfg.reportBad(ks, p, st.running(), err) // and watch on from here for a good one
 	case err != nil:
 		return err
 	default:
-		st.good = &base
+		st.good, st.ptr = &base, p
 	}
 	ovs, err := loadOverrides(ctx, cli, ks, p.readRev)
 	if err != nil {
@@ -157,23 +188,46 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 	// revision, a watch response's newest event), so deliveries strictly
 	// increase however often the watch lists again. Without a set, only
 	// the first empty set is delivered; without a usable one, nothing.
-	deliver := func(rev int64) {
-		if st.good == nil || rev <= last.rev || (st.good.Version == 0 && last.rev >= 0) {
+	// A holding change (WatchHeld) delivers again at the same revision.
+	deliver := func(rev int64, again bool) {
+		if st.good == nil || (rev <= last.rev && !again) || (st.good.Version == 0 && last.rev >= 0 && !again) {
 			return
 		}
 		*last = delivered{rev: rev, version: st.good.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
 		set := Effective(*st.good, ovs.byJob)
 		set.Revision = rev
-		fn(set)
+		cfg.sink.deliver(set, st.parts, st.ptr.Format, ovs.byJob, again)
 	}
 	// A listing after a watch failure delivers only what changed meanwhile
 	// (a deleted override lowers the count), not the same set again.
 	if st.good != nil && ((delivered{last.rev, st.good.Version, ovs.maxRev, len(ovs.byJob)}) != *last || last.rev < 0) {
-		deliver(p.readRev)
+		deliver(p.readRev, false)
+	} else if st.good != nil && cfg.sink.pending() {
+		deliver(last.rev, true)
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel() // ends the etcd watch on every return
-	for resp := range cli.Watch(wctx, ks.JobsCurrent(), clientv3.WithRange(ks.JobsWatchEnd()), clientv3.WithRev(p.readRev+1)) {
+	wch := cli.Watch(wctx, ks.JobsCurrent(), clientv3.WithRange(ks.JobsWatchEnd()), clientv3.WithRev(p.readRev+1))
+	for {
+		var resp clientv3.WatchResponse
+		select {
+		case r, ok := <-wch:
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return fmt.Errorf("jobstore: watch of %s closed", ks.JobsCurrent())
+			}
+			resp = r
+		case <-cfg.sink.changes():
+			if err := rehold(ctx, cli, ks, st, cfg); err != nil {
+				return err
+			}
+			if cfg.sink.pending() {
+				deliver(last.rev, true)
+			}
+			continue
+		}
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			return errRelist
 		}
@@ -185,13 +239,28 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn 
 			return err
 		}
 		if changed {
-			deliver(rev)
+			deliver(rev, false)
 		}
 	}
-	if err := ctx.Err(); err != nil {
+}
+
+// rehold reads the good set's parts again for the sink's new holding:
+// those it now holds and did not, from etcd at the pointer's revision;
+// those it no longer holds are dropped. A format 1 set is held whole.
+func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *watchState, cfg *watchConfig) error {
+	h := cfg.sink.holding()
+	if st.good == nil || st.ptr.Format < 2 {
+		return nil
+	}
+	set, err := readParts(ctx, cli, ks, st.ptr, st.ptr.modRev, st.parts, h)
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return errRelist
+	}
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("jobstore: watch of %s closed", ks.JobsCurrent())
+	st.good = &set
+	return nil
 }
 
 // applyEvents folds one watch response into st and ovs: overrides as they
@@ -231,11 +300,11 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 	if ptr == nil {
 		return rev, changed, nil
 	}
-	set, ok, err := readPointer(ctx, cli, ks, ptr.Kv, st, cfg)
+	set, np, ok, err := readPointer(ctx, cli, ks, ptr.Kv, st, cfg)
 	if !ok || err != nil {
 		return rev, changed, err
 	}
-	st.good = &set
+	st.good, st.ptr = &set, np
 	return rev, true, nil
 }
 
@@ -243,30 +312,30 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 // (and returns !ok for) a pointer or set this binary cannot use, a pointer
 // moved back, and the version running rewritten in place (read only to
 // check it: no apply does that).
-func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, kv *mvccpb.KeyValue, st *watchState, cfg *watchConfig) (config.JobSet, bool, error) {
+func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, kv *mvccpb.KeyValue, st *watchState, cfg *watchConfig) (config.JobSet, pointer, bool, error) {
 	running := st.running()
 	np, err := decodePointer(kv.Value)
 	np.modRev = kv.ModRevision
 	if err != nil {
 		cfg.reportBad(ks, np, running, err)
-		return config.JobSet{}, false, nil
+		return config.JobSet{}, np, false, nil
 	}
 	if np.Version < running {
 		// Flips only move forward: a pointer moved back is foreign.
 		cfg.reportBad(ks, np, running, fmt.Errorf("%w: pointer moved back to version %d", ErrCorrupt, np.Version))
-		return config.JobSet{}, false, nil
+		return config.JobSet{}, np, false, nil
 	}
-	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision, st.parts)
+	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision, st.parts, cfg.sink.holding())
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
-		return set, false, errRelist
+		return set, np, false, errRelist
 	case unusable(err):
 		cfg.reportBad(ks, np, running, err)
-		return set, false, nil
+		return set, np, false, nil
 	case err != nil:
-		return set, false, err
+		return set, np, false, err
 	}
-	return set, set.Version != running, nil
+	return set, np, set.Version != running, nil
 }
 
 // badOverride is an override this binary cannot decode, with its key and

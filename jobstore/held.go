@@ -1,0 +1,235 @@
+package jobstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
+)
+
+// A replica holds what it owns. WatchHeld delivers, with every change of
+// the set, the definitions of the jobs of the shards the replica wants (its
+// own and those it is acquiring) and an Index of every job; the rest it
+// reads on demand (ReadJobs). A sharded job is held wherever it is: its
+// items fall in every shard. A format 1 set is one blob and is held whole.
+
+// ErrPartGone: a part the index names is no longer stored, because a newer
+// set replaced it. Reading again after the next delivery finds the newer.
+var ErrPartGone = errors.New("jobstore: job set part replaced by a newer set")
+
+// Want is the set of shards whose jobs a replica holds, changed as it
+// acquires and releases shards. Each change has a generation; Wait tells
+// when every delivery of WatchHeld reflects one.
+type Want struct {
+	mu      sync.Mutex
+	shards  map[int]int64 // shard -> the token that wants it
+	gen     uint64        // of the last change
+	served  uint64        // the newest generation delivered
+	changed chan struct{} // cap 1: a change not yet seen by the watch
+	wake    chan struct{} // closed and replaced when served moves
+}
+
+// NewWant returns an empty Want.
+func NewWant() *Want {
+	return &Want{shards: map[int]int64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
+}
+
+// Add wants shard under token (a newer acquisition replaces an older) and
+// returns the change's generation.
+func (w *Want) Add(shard int, token int64) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.shards[shard] = token
+	return w.bump()
+}
+
+// Remove stops wanting shard, unless a newer token wants it since.
+func (w *Want) Remove(shard int, token int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.shards[shard]; ok && t <= token {
+		delete(w.shards, shard)
+		w.bump()
+	}
+}
+
+func (w *Want) bump() uint64 {
+	w.gen++
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+	return w.gen
+}
+
+// Wait returns once every later delivery reflects generation gen (its
+// shards' jobs held), or with ctx's error.
+func (w *Want) Wait(ctx context.Context, gen uint64) error {
+	for {
+		w.mu.Lock()
+		done, wake := w.served >= gen, w.wake
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// snapshot is the wanted shards now and their generation.
+func (w *Want) snapshot() (map[int]bool, uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := make(map[int]bool, len(w.shards))
+	for s := range w.shards {
+		m[s] = true
+	}
+	return m, w.gen
+}
+
+// serve records that gen is delivered.
+func (w *Want) serve(gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen > w.served {
+		w.served = gen
+		close(w.wake)
+		w.wake = make(chan struct{})
+	}
+}
+
+// Held is one delivery of WatchHeld: the effective job set restricted to
+// the wanted shards' jobs and every sharded job (format 1: every job), and
+// the index of every job of the set.
+type Held struct {
+	Set   config.JobSet
+	Index *Index
+}
+
+// WatchHeld is Watch (same contract, options and failure handling) for a
+// replica that holds only the jobs of want's shards, in a cluster of
+// shards shards. fn is also called, with the same Revision as before, when
+// want's change adds a part to hold or drops one; Wait then returns once
+// fn has returned.
+func WatchHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shards int, want *Want, fn func(Held), opts ...WatchOption) error {
+	if shards <= 0 || want == nil {
+		return fmt.Errorf("%w: WatchHeld needs a shard count and a Want", ErrInvalidConfig)
+	}
+	return watch(ctx, cli, ks, &heldSink{shards: shards, want: want, fn: fn}, opts...)
+}
+
+// heldSink is how watch hands WatchHeld's deliveries over.
+type heldSink struct {
+	shards    int
+	want      *Want
+	fn        func(Held)
+	gen       uint64 // of the holding the cache was last read with
+	delivered uint64 // the holding generation last delivered
+	version   int64  // the version last delivered
+}
+
+func (h *heldSink) changes() <-chan struct{} { return h.want.changed }
+func (h *heldSink) pending() bool            { return h.gen > h.delivered }
+
+// deliver hands the set over with its index, and tells want the holding it
+// reflects. A holding change of a set held whole changes nothing to hand.
+func (h *heldSink) deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool) {
+	if !again || format >= 2 || set.Version != h.version {
+		h.fn(Held{Set: set, Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+	}
+	h.delivered, h.version = h.gen, set.Version
+	h.want.serve(h.gen)
+}
+
+// holding snapshots want for one read.
+func (h *heldSink) holding() *holding {
+	m, gen := h.want.snapshot()
+	h.gen = gen
+	return &holding{shards: h.shards, want: func(s int) bool { return m[s] }}
+}
+
+// indexWhole indexes a format 1 set, whole and held, into cache: its jobs
+// sorted in place by shard, then name.
+func indexWhole(jobs []config.Job, shards int, cache partCache) {
+	if cache == nil {
+		return
+	}
+	shardOf := make(map[string]int, len(jobs))
+	for i := range jobs {
+		shardOf[jobs[i].Name] = keyspace.ShardOf(jobs[i].Name, shards)
+	}
+	slices.SortFunc(jobs, func(a, b config.Job) int {
+		return cmp.Or(cmp.Compare(shardOf[a.Name], shardOf[b.Name]), strings.Compare(a.Name, b.Name))
+	})
+	for lo := 0; lo < len(jobs); {
+		s, hi := shardOf[jobs[lo].Name], lo+1
+		for hi < len(jobs) && shardOf[jobs[hi].Name] == s {
+			hi++
+		}
+		cache[s] = newPartIndex(partRef{}, jobs[lo:hi:hi], shards, true)
+		lo = hi
+	}
+}
+
+// newIndex is the index of the set cache holds, at version and rev, with
+// overrides ovs (copied).
+func newIndex(cache partCache, shards int, version, rev int64, ovs map[string]Override) *Index {
+	x := &Index{Version: version, Revision: rev, shards: shards, parts: maps.Clone(cache), ovs: maps.Clone(ovs)}
+	for _, pi := range cache {
+		x.total += pi.len()
+	}
+	return x
+}
+
+// ReadJobs returns the effective set of the jobs named that x lists (the
+// others are left out), in the order of names: those of held parts from
+// memory, the rest read from etcd, one part a shard, in as few
+// transactions as the read bounds allow. A part replaced since x was
+// delivered fails with ErrPartGone.
+func ReadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *Index, names []string) (config.JobSet, error) {
+	if x == nil {
+		return config.JobSet{}, nil
+	}
+	parts := map[int][]config.Job{}
+	var todo []partRef
+	for _, name := range names {
+		s := keyspace.ShardOf(name, x.shards)
+		pi := x.parts[s]
+		if _, seen := parts[s]; seen || pi == nil {
+			continue
+		}
+		parts[s] = pi.jobs
+		if pi.jobs == nil {
+			todo = append(todo, pi.ref)
+		}
+	}
+	slices.SortFunc(todo, func(a, b partRef) int { return cmp.Compare(a.Shard, b.Shard) })
+	for len(todo) > 0 {
+		n := min(len(todo), partsPerRead)
+		if err := readPartBatch(ctx, cli, ks, todo[:n], 0, func(r partRef, jobs []config.Job) { parts[r.Shard] = jobs }); err != nil {
+			return config.JobSet{}, err
+		}
+		todo = todo[n:]
+	}
+	out := make([]config.Job, 0, len(names))
+	for _, name := range names {
+		jobs := parts[keyspace.ShardOf(name, x.shards)]
+		if i, ok := slices.BinarySearchFunc(jobs, name, func(j config.Job, n string) int { return strings.Compare(j.Name, n) }); ok {
+			out = append(out, jobs[i])
+		}
+	}
+	return Effective(config.JobSet{Version: x.Version, Revision: x.Revision, Jobs: out}, x.ovs), nil
+}
