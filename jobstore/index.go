@@ -20,7 +20,7 @@ import (
 type Index struct {
 	// Version and Revision are those of the set it lists.
 	Version, Revision int64
-	shards            int // the cluster's shard count: parts are keyed by ShardOf(name, shards)
+	shards            int                // the cluster's shard count: parts are keyed by ShardOf(name, shards)
 	parts             map[int]*partIndex // by part shard
 	ovs               map[string]Override
 	total             int
