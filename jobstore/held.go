@@ -136,11 +136,13 @@ type heldSink struct {
 	shards    int
 	want      *Want
 	fn        func(Held)
-	gen       uint64 // of the holding the cache was last read with
+	next      uint64 // of the holding the last read was asked with
+	gen       uint64 // of the holding the good set was read with
 	delivered uint64 // the holding generation last delivered
 	version   int64  // the version last delivered
 }
 
+func (h *heldSink) took()                    { h.gen = h.next }
 func (h *heldSink) changes() <-chan struct{} { return h.want.changed }
 func (h *heldSink) pending() bool            { return h.gen > h.delivered }
 
@@ -157,7 +159,7 @@ func (h *heldSink) deliver(set config.JobSet, cache partCache, format int, ovs m
 // holding snapshots want for one read.
 func (h *heldSink) holding() *holding {
 	m, gen := h.want.snapshot()
-	h.gen = gen
+	h.next = gen
 	return &holding{shards: h.shards, want: func(s int) bool { return m[s] }}
 }
 
@@ -232,4 +234,37 @@ func ReadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *I
 		}
 	}
 	return Effective(config.JobSet{Version: x.Version, Revision: x.Revision, Jobs: out}, x.ovs), nil
+}
+
+// EachPart calls fn with the applied jobs (without overrides) of each part
+// of x, in shard order: held parts from memory, the others read from etcd
+// a batch at a time, so no more than a batch is in memory beyond what x
+// holds. A part replaced since x was delivered fails with ErrPartGone.
+func EachPart(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *Index, fn func(shard int, jobs []config.Job)) error {
+	if x == nil {
+		return nil
+	}
+	shards := slices.Sorted(maps.Keys(x.parts))
+	for len(shards) > 0 {
+		n := min(len(shards), partsPerRead)
+		var todo []partRef
+		got := map[int][]config.Job{}
+		for _, s := range shards[:n] {
+			if pi := x.parts[s]; pi.jobs != nil {
+				got[s] = pi.jobs
+			} else {
+				todo = append(todo, pi.ref)
+			}
+		}
+		if len(todo) > 0 {
+			if err := readPartBatch(ctx, cli, ks, todo, 0, func(r partRef, jobs []config.Job) { got[r.Shard] = jobs }); err != nil {
+				return err
+			}
+		}
+		for _, s := range shards[:n] {
+			fn(s, got[s])
+		}
+		shards = shards[n:]
+	}
+	return nil
 }

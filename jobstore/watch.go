@@ -82,8 +82,10 @@ func Watch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, fn func
 // sink is what a watch hands its sets to: Watch's fn, whole, or
 // WatchHeld's (held.go).
 type sink interface {
-	// holding says which parts' jobs the next read keeps (nil: all).
+	// holding says which parts' jobs the next read keeps (nil: all);
+	// took says the good set is now the last read's.
 	holding() *holding
+	took()
 	// changes signals that holding changed (nil: never).
 	changes() <-chan struct{}
 	// deliver hands set over, with the parts cache and the pointer it was
@@ -98,6 +100,7 @@ type sink interface {
 type wholeSink func(config.JobSet)
 
 func (wholeSink) holding() *holding        { return nil }
+func (wholeSink) took()                    {}
 func (wholeSink) changes() <-chan struct{} { return nil }
 func (wholeSink) pending() bool            { return false }
 func (f wholeSink) deliver(set config.JobSet, _ partCache, _ int, _ map[string]Override, _ bool) {
@@ -178,6 +181,7 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st 
 		return err
 	default:
 		st.good, st.ptr = &base, p
+		cfg.sink.took()
 	}
 	ovs, err := loadOverrides(ctx, cli, ks, p.readRev)
 	if err != nil {
@@ -249,7 +253,11 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st 
 // those it no longer holds are dropped. A format 1 set is held whole.
 func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *watchState, cfg *watchConfig) error {
 	h := cfg.sink.holding()
-	if st.good == nil || st.ptr.Format < 2 {
+	if st.good == nil {
+		return nil
+	}
+	if st.ptr.Format < 2 {
+		cfg.sink.took() // held whole
 		return nil
 	}
 	set, err := readParts(ctx, cli, ks, st.ptr, st.ptr.modRev, st.parts, h)
@@ -260,6 +268,7 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		return err
 	}
 	st.good = &set
+	cfg.sink.took()
 	return nil
 }
 
@@ -305,6 +314,7 @@ func applyEvents(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, e
 		return rev, changed, err
 	}
 	st.good, st.ptr = &set, np
+	cfg.sink.took()
 	return rev, true, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/jobstore"
 )
 
 // errNoJobSet: the replica has not read a usable job set yet.
@@ -27,8 +27,8 @@ type firstSet struct {
 func newFirstSet() *firstSet { return &firstSet{loaded: make(chan struct{})} }
 
 // follow wraps the job set's consumer: the first set opens the gate.
-func (f *firstSet) follow(next func(config.JobSet)) func(config.JobSet) {
-	return func(set config.JobSet) {
+func (f *firstSet) follow(next func(jobstore.Held)) func(jobstore.Held) {
+	return func(set jobstore.Held) {
 		next(set)
 		f.once.Do(func() { close(f.loaded) })
 	}

@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/dashboard"
-	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -78,18 +77,18 @@ func crossOrigin(next http.Handler, refused prometheus.Counter) http.Handler {
 }
 
 // dashboard is the handler of every path once the replica is wired.
-func (r *Replica) dashboard(mgr *shard.Manager, sched *scheduler.Scheduler) (http.Handler, error) {
+func (r *Replica) dashboard(mgr *shard.Manager) (http.Handler, error) {
 	reg := r.cfg.Registry
 	return dashboard.New(dashboard.Config{
 		State:    memberLeases(r.cli, mgr),
-		Jobs:     r.jobsPage(mgr, sched),
+		Jobs:     r.jobsPage(mgr),
 		Ready:    r.first.ready(mgr.Ready),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Runs:     r.jobRuns(sched, mgr.BadData()),
+		Runs:     r.jobRuns(mgr.BadData()),
 		Suspend:  r.suspendRoute(),
 		Trigger:  r.triggerRoute(),
-		Job:      r.jobDetail(mgr, sched),
-		JobKnown: func(name string) bool { _, _, ok := r.knownJob(sched, name); return ok },
+		Job:      r.jobDetail(mgr),
+		JobKnown: func(name string) bool { _, ok := r.cat.index().Lookup(name); return ok },
 		TraceURL: r.cfg.TraceUIURL,
 		Changes:  changeFeed(mgr),
 		Refused:  func(reason string) { r.refused.WithLabelValues(reason).Inc() },

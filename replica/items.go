@@ -194,11 +194,3 @@ func withUnits(rows []JobView, units unitsOf) {
 		}
 	}
 }
-
-// schedulerUnits lists a job's units from the scheduler's table.
-func schedulerUnits(sched *scheduler.Scheduler) unitsOf {
-	return func(job string) []scheduler.JobInfo {
-		u, _ := sched.Units(job)
-		return u
-	}
-}

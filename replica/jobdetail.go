@@ -6,7 +6,6 @@ import (
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/dashboard"
-	"github.com/shardcron/shardcron/scheduler"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -35,19 +34,21 @@ const NextFiresShown = 5
 // jobDetail serves GET /api/v1/jobs/{name} and the job page: the same
 // query as the jobs API's (readJobs), for the one job, straight from etcd
 // (one job is cheap; the page wants its newest runs, not a cached page).
-// A job this replica's job set lacks is not found without asking etcd. A
-// sharded job's items are all read for its summary; q pages their list.
-func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dashboard.JobFunc {
+// A job the index of the job set lacks is not found without asking etcd;
+// the definition of another shard's job is read from its part. A sharded
+// job's items are all read for its summary; q pages their list.
+func (r *Replica) jobDetail(mgr *shard.Manager) dashboard.JobFunc {
 	return func(ctx context.Context, name string, q dashboard.JobQuery) (any, bool, error) {
-		info, spec, ok := r.knownJob(sched, name)
-		if !ok {
-			return nil, false, nil
+		set, spec, ok, err := r.cat.lookup(ctx, name)
+		if !ok || err != nil {
+			return nil, ok, err
 		}
-		jobs := []scheduler.JobInfo{info}
+		st := mgr.State()
+		infos, specs := r.cat.infos(set, st.ShardSet, r.cfg.Node)
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
 		defer cancel()
-		rows, _, err := readJobs(ctx, r.cli, r.ks, jobs, map[string]*config.Job{name: spec}, mgr.State().ShardSet,
-			schedulerUnits(sched), dashboard.JobsQuery{Limit: 1, Shard: -1}, LastRunsShown)
+		rows, _, err := readJobs(ctx, r.cli, r.ks, infos, specs, st.ShardSet,
+			r.cat.units(specs, st.ShardSet, r.cfg.Node), dashboard.JobsQuery{Limit: 1, Shard: -1}, LastRunsShown)
 		if err != nil {
 			return nil, true, err
 		}
@@ -57,10 +58,8 @@ func (r *Replica) jobDetail(mgr *shard.Manager, sched *scheduler.Scheduler) dash
 			d.ItemList = &p
 		}
 		// As applied, like export: an override's suspend is in Suspended.
-		if set, ok := r.jobSet.effective(); ok {
-			if fs, held := set.FileSuspend[name]; held {
-				d.Definition.Suspend = fs
-			}
+		if fs, held := set.FileSuspend[name]; held {
+			d.Definition.Suspend = fs
 		}
 		return d, true, nil
 	}
@@ -76,12 +75,4 @@ func newJobDetail(row JobView, spec *config.Job) JobDetail {
 		d.NextFires = append(d.NextFires, t)
 	}
 	return d
-}
-
-// knownJob finds a job in the scheduler's table and the replica's job set,
-// without asking etcd; ok is false when either lacks it.
-func (r *Replica) knownJob(sched *scheduler.Scheduler, name string) (scheduler.JobInfo, *config.Job, bool) {
-	info, ok := sched.Job(name)
-	spec := r.jobSet.jobs()[name]
-	return info, spec, ok && spec != nil
 }

@@ -1,24 +1,28 @@
 package replica
 
 import (
-	"slices"
-	"sync/atomic"
+	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 )
 
 // jobSetMetrics follow the cluster's job set: its version, its size, and
 // how far it is from the --jobs file the replica was started with, updated
-// on every change of the set (apply), not only at boot. They also keep the
-// newest set by name, for the schedules the jobs API shows.
+// on every change of the set (apply), not only at boot. Version and size
+// come from the index; drift compares the file with every part of the set
+// (jobstore.EachPart), a batch of parts at a time, off the watch's
+// goroutine, so a replica holding only its own shards still counts it
+// whole without keeping it.
 type jobSetMetrics struct {
 	version, size, drift prometheus.Gauge
-	bootstrap            []config.Job // nil: no --jobs, no drift
-	current              atomic.Pointer[map[string]*config.Job]
-	set                  atomic.Pointer[config.JobSet] // the newest, whole
+	bootstrap            []config.Job         // nil: no --jobs, no drift
+	driftOf              chan *jobstore.Index // cap 1: the newest index not counted yet
 }
 
 func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSetMetrics {
@@ -30,54 +34,81 @@ func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSet
 		size:      prometheus.NewGauge(opts("count", "Jobs in the job set this replica runs.")),
 		drift:     prometheus.NewGauge(opts("file_drift", "Jobs that differ between --jobs and the cluster's job set (added, removed or changed); 0 without --jobs. `shardcron apply` changes the set.")),
 		bootstrap: bootstrap,
+		driftOf:   make(chan *jobstore.Index, 1),
 	}
 	reg.MustRegister(m.version, m.size, m.drift)
 	return m
 }
 
-// follow wraps the job set's consumer: every set also updates the gauges.
-func (m *jobSetMetrics) follow(next func(config.JobSet)) func(config.JobSet) {
-	return func(set config.JobSet) {
-		next(set)
-		byName := make(map[string]*config.Job, len(set.Jobs))
-		for i := range set.Jobs {
-			byName[set.Jobs[i].Name] = &set.Jobs[i]
+// follow wraps the held set's consumer: every delivery also updates the
+// gauges, and hands its index to the drift count (runDrift).
+func (m *jobSetMetrics) follow(next func(jobstore.Held)) func(jobstore.Held) {
+	return func(h jobstore.Held) {
+		next(h)
+		m.version.Set(float64(h.Set.Version))
+		m.size.Set(float64(h.Index.Len()))
+		if m.bootstrap == nil {
+			return
 		}
-		m.current.Store(&byName)
-		m.set.Store(&set)
-		m.version.Set(float64(set.Version))
-		m.size.Set(float64(len(set.Jobs)))
-		if m.bootstrap != nil {
-			// Drift is what an apply of --jobs would change: the applied
-			// set, without `shardcron suspend`, which no apply changes.
-			applied := set.Jobs
-			if len(set.FileSuspend) > 0 {
-				applied = slices.Clone(set.Jobs)
-				for i := range applied {
-					if fs, ok := set.FileSuspend[applied[i].Name]; ok {
-						applied[i].Suspend = fs
-					}
-				}
-			}
-			d := jobstore.DiffJobs(applied, m.bootstrap)
-			m.drift.Set(float64(len(d.Added) + len(d.Removed) + len(d.Changed)))
+		select { // the newest replaces one not counted yet
+		case <-m.driftOf:
+		default:
+		}
+		m.driftOf <- h.Index
+	}
+}
+
+// driftRetry is how long runDrift waits after a failed count.
+const driftRetry = 5 * time.Second
+
+// runDrift counts the drift of each index follow hands over until ctx
+// ends; a count etcd fails is tried again unless a newer index came.
+func (m *jobSetMetrics) runDrift(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) {
+	if m.bootstrap == nil {
+		return
+	}
+	var x *jobstore.Index
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case x = <-m.driftOf:
+		}
+		n, err := fileDrift(ctx, cli, ks, x, m.bootstrap)
+		if err == nil {
+			m.drift.Set(float64(n))
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(driftRetry):
+		}
+		select {
+		case m.driftOf <- x: // again, unless a newer one is waiting
+		default:
 		}
 	}
 }
 
-// jobs returns the newest job set seen (nil before the first), by name.
-func (m *jobSetMetrics) jobs() map[string]*config.Job {
-	if p := m.current.Load(); p != nil {
-		return *p
+// fileDrift is what an apply of file would change in the set x indexes:
+// jobs added, removed or changed, counted part by part (the applied
+// definitions: `shardcron suspend`, which no apply changes, is not in
+// them).
+func fileDrift(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *jobstore.Index, file []config.Job) (int, error) {
+	byPart := map[int][]config.Job{}
+	for _, j := range file {
+		s := keyspace.ShardOf(j.Name, x.Shards())
+		byPart[s] = append(byPart[s], j)
 	}
-	return nil
-}
-
-// effective returns the newest effective job set seen, and false before
-// the first.
-func (m *jobSetMetrics) effective() (config.JobSet, bool) {
-	if p := m.set.Load(); p != nil {
-		return *p, true
+	n := 0
+	err := jobstore.EachPart(ctx, cli, ks, x, func(s int, jobs []config.Job) {
+		d := jobstore.DiffJobs(jobs, byPart[s])
+		n += len(d.Added) + len(d.Removed) + len(d.Changed)
+		delete(byPart, s)
+	})
+	for _, rest := range byPart { // parts the set lacks: all added
+		n += len(rest)
 	}
-	return config.JobSet{}, false
+	return n, err
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -210,15 +211,39 @@ func (v *JobView) fillRuns(record []byte, h []scheduler.Entry) {
 	v.Done = v.done(rec)
 }
 
-// jobsPage serves the jobs API a page at a time: next fire times from the
-// scheduler (every replica knows them), owners from this replica's view
-// of ownership, schedules from the newest job set; the runs through the
-// runs cache, so a page with etcd away is stale, not an error.
-func (r *Replica) jobsPage(mgr *shard.Manager, sched *scheduler.Scheduler) func(context.Context, dashboard.JobsQuery) (dashboard.JobsPage, error) {
+// jobsPage serves the jobs API a page at a time: the page's names and
+// shards from the index of the job set, their definitions (schedules,
+// next fires) from the jobs this replica holds or, for other shards' jobs,
+// one read of their parts (catalog.read); owners from this replica's view
+// of ownership; the runs through the runs cache, so a page with etcd away
+// is stale, not an error (then without the schedules it could not read).
+func (r *Replica) jobsPage(mgr *shard.Manager) func(context.Context, dashboard.JobsQuery) (dashboard.JobsPage, error) {
 	return func(ctx context.Context, q dashboard.JobsQuery) (dashboard.JobsPage, error) {
 		st := mgr.State()
-		rows, refs, total := selectJobs(sched.Jobs(), r.jobSet.jobs(), st.ShardSet, q)
-		withUnits(rows, schedulerUnits(sched))
-		return r.runs.fill(ctx, r.cli, r.ks, rows, refs, st, mgr.BadData(), total), nil
+		entries, total := r.cat.index().Select(q.Search, q.Shard, q.Offset, q.Limit)
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name
+		}
+		set, readErr := r.cat.read(ctx, names)
+		var infos []scheduler.JobInfo
+		specs := map[string]*config.Job{}
+		if readErr == nil {
+			infos, specs = r.cat.infos(set, st.ShardSet, r.cfg.Node)
+		} else {
+			for _, e := range entries {
+				infos = append(infos, scheduler.JobInfo{Name: e.Name, Shard: e.Shard, Items: e.Items})
+			}
+		}
+		rows, refs, _ := selectJobs(infos, specs, st.ShardSet, dashboard.JobsQuery{Limit: len(infos), Shard: -1})
+		withUnits(rows, r.cat.units(specs, st.ShardSet, r.cfg.Node))
+		page := r.runs.fill(ctx, r.cli, r.ks, rows, refs, st, mgr.BadData(), total)
+		if readErr != nil {
+			page.Fresh.Stale = true
+			if page.Fresh.Reason == "" {
+				page.Fresh.Reason = fmt.Sprintf("the definitions of the page's jobs could not be read: %v", readErr)
+			}
+		}
+		return page, nil
 	}
 }

@@ -6,29 +6,41 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/control"
 	"github.com/shardcron/shardcron/dashboard"
 	"github.com/shardcron/shardcron/history"
 	"github.com/shardcron/shardcron/internal/baddata"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The operator actions the HTTP API serves go through package control, the
 // same functions the CLI's commands call.
 
 // jobRuns serves GET /api/v1/jobs/{name}/runs: control.JobHistory, with
-// the job's units and their shards from the job set this replica holds
-// (no etcd read for them); 404 for a job the job set does not hold. The
-// read is bounded (jobsReadTimeout): with etcd away it answers an error
-// rather than hang; segments that do not decode go to bad.
-func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) dashboard.RunsFunc {
-	loc := func(_ context.Context, name string) ([]control.Unit, bool, error) {
-		infos, ok := sched.Units(name)
+// the job's units and their shards from the index of the job set (a
+// sharded job's item names from its definition, read on demand); 404 for
+// a job the index lacks. The read is bounded (jobsReadTimeout): with etcd
+// away it answers an error rather than hang; segments that do not decode
+// go to bad.
+func (r *Replica) jobRuns(bad *baddata.Reporter) dashboard.RunsFunc {
+	loc := func(ctx context.Context, name string) ([]control.Unit, bool, error) {
+		e, ok := r.cat.index().Lookup(name)
+		if !ok {
+			return nil, false, nil
+		}
+		if e.Items == 0 {
+			return []control.Unit{{Shard: e.Shard}}, true, nil
+		}
+		_, spec, ok, err := r.cat.lookup(ctx, name)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		infos := storedUnits(map[string]*config.Job{name: spec}, r.cat.shards)(name)
 		units := make([]control.Unit, len(infos))
 		for i, ji := range infos {
 			units[i] = control.Unit{Item: ji.Item, Shard: ji.Shard}
 		}
-		return units, ok, nil
+		return units, true, nil
 	}
 	return func(ctx context.Context, name, item string, limit int) (any, bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, jobsReadTimeout)
@@ -47,9 +59,11 @@ func (r *Replica) jobRuns(sched *scheduler.Scheduler, bad *baddata.Reporter) das
 // suspendRoute serves POST /api/v1/jobs/{name}/suspend and /resume.
 func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 	return func(ctx context.Context, name string, suspend bool) (any, error) {
-		// A name the replica's own job set lacks costs etcd nothing.
-		if set, ok := r.jobSet.effective(); ok && r.jobSet.jobs()[name] == nil {
-			return nil, fmt.Errorf("%w: no job %q in the cluster's job set (version %d)", dashboard.ErrNotFound, name, set.Version)
+		// A name the index of the job set lacks costs etcd nothing.
+		if x := r.cat.index(); x != nil {
+			if _, ok := x.Lookup(name); !ok {
+				return nil, fmt.Errorf("%w: no job %q in the cluster's job set (version %d)", dashboard.ErrNotFound, name, x.Version)
+			}
 		}
 		res, err := control.SetSuspended(ctx, r.cli, r.ks, name, suspend, "http")
 		if err != nil {
@@ -68,11 +82,19 @@ func (r *Replica) suspendRoute() dashboard.SuspendFunc {
 // beside the error.
 func (r *Replica) triggerRoute() dashboard.TriggerFunc {
 	return func(ctx context.Context, name, item, by string, wait time.Duration) (any, error) {
-		// Checked against the replica's own job set, kept current by its
-		// watch: a trigger reads no job set from etcd.
-		set, ok := r.jobSet.effective()
-		if !ok {
+		// Checked against the replica's index of the job set, kept current
+		// by its watch, and the one job's definition: a trigger reads no
+		// job set from etcd, at most the job's part.
+		x := r.cat.index()
+		if x == nil {
 			return nil, errors.New("replica: no job set read yet; retry")
+		}
+		set := config.JobSet{Version: x.Version, Revision: x.Revision}
+		if _, ok := x.Lookup(name); ok {
+			var err error
+			if set, err = r.cat.read(ctx, []string{name}); err != nil {
+				return nil, err
+			}
 		}
 		res, err := control.TriggerInAndWait(ctx, r.cli, r.ks, set, name, item, by, wait)
 		if errors.Is(err, control.ErrNotPickedUp) || errors.Is(err, control.ErrNoOutcome) {

@@ -30,6 +30,7 @@ type Replica struct {
 	runner  *runner.Runner
 	jobSet  *jobSetMetrics
 	first   *firstSet              // no shards before a job set (firstset.go)
+	cat     *catalog               // the job set's index and held jobs (catalog.go); set in Run
 	runs    *runsCache             // a stale jobs page's last runs (jobscache.go)
 	refused *prometheus.CounterVec // HTTP requests refused by a bound (conns.go)
 	ran     atomic.Bool
@@ -99,7 +100,8 @@ func (r *Replica) Run(ctx context.Context) error {
 	if err := r.bootstrap(ctx); err != nil {
 		return err
 	}
-	handler, err := r.dashboard(mgr, sched)
+	r.cat = &catalog{cli: r.cli, ks: r.ks, shards: meta.Shards}
+	handler, err := r.dashboard(mgr)
 	if err != nil {
 		return err
 	}
@@ -165,12 +167,18 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
+	want := jobstore.NewWant()
+	for s := range r.cat.shards {
+		want.Add(s, 0)
+	}
 	wg.Go(func() {
-		if err := jobstore.Watch(schedCtx, r.cli, r.ks, r.first.follow(r.jobSet.follow(sched.SetJobs)),
+		install := r.first.follow(r.jobSet.follow(r.cat.follow(installer(sched))))
+		if err := jobstore.WatchHeld(schedCtx, r.cli, r.ks, r.cat.shards, want, install,
 			jobstore.WithLogger(r.log), jobstore.WithBadData(mgr.BadData())); err != nil {
 			errs <- fmt.Errorf("job set: %w", err)
 		}
 	})
+	wg.Go(func() { r.jobSet.runDrift(schedCtx, r.cli, r.ks) })
 	r.log.Info("http listening", "addr", web.addr)
 	if r.cfg.Listening != nil {
 		r.cfg.Listening(web.addr)
@@ -231,5 +239,20 @@ func (r *Replica) waitMeta(ctx context.Context, st *startStatus) (shard.Meta, er
 		default:
 			return meta, fmt.Errorf("cluster meta: %w", err)
 		}
+	}
+}
+
+// installer hands each held set to the scheduler. A delivery that only
+// changes which shards' jobs are held carries the Revision of the one
+// before (jobstore.WatchHeld), and the scheduler installs only newer sets,
+// so each set handed over carries a Revision past the last one's: the
+// scheduler keys nothing else by it.
+func installer(sched *scheduler.Scheduler) func(jobstore.Held) {
+	var last int64
+	return func(h jobstore.Held) {
+		set := h.Set
+		set.Revision = max(set.Revision, last+1)
+		last = set.Revision
+		sched.SetJobs(set)
 	}
 }

@@ -85,7 +85,9 @@ func storedJobs(set config.JobSet, shards int, now time.Time) ([]scheduler.JobIn
 // none (status is no replica).
 func storedUnit(j *config.Job, it config.Item, shards int, now time.Time) scheduler.JobInfo {
 	info := scheduler.JobInfo{Name: j.Name, Shard: keyspace.ShardOf(config.UnitName(j.Name, it), shards), Suspended: j.Suspend, Item: it}
-	if sch, err := j.ItemFires(it); err == nil && !j.Suspend {
+	uj := *j // the unit's own since, as the scheduler's table has it: an item added later starts later
+	uj.Since = j.UnitSince(it)
+	if sch, err := uj.ItemFires(it); err == nil && !j.Suspend {
 		info.Next = sch.Next(now)
 	}
 	return info
