@@ -22,7 +22,10 @@
 //
 // Replicas watch one range, jobs/current and jobs/overrides/
 // (keyspace.JobsWatchEnd), never the chunks. A watcher keeps the parts it
-// decoded and reads only those a new pointer names anew (parts.go).
+// decoded and reads only those a new pointer names anew (parts.go). A
+// replica's watch (WatchHeld, held.go) keeps the jobs of the shards it
+// wants and every sharded job, and of the other parts only an Index
+// (index.go); ReadJobs reads a page's other definitions on demand.
 //
 // # Formats and upgrades
 //

@@ -27,6 +27,10 @@
 //  4. The scheduler and the job-set watch start, then the Manager, but
 //     only once the watch delivered a job set (firstset.go): a replica that
 //     cannot read the cluster's job set takes no shards and is not ready.
+//     The watch holds the jobs of the shards the replica owns or is
+//     acquiring, and an index of the rest (catalog.go); the Manager hands
+//     grants to the scheduler through holder.go, which has the shard's
+//     jobs read first and lets them go only once the shard is released.
 //
 // Shutdown, when ctx ends or a part fails, is the reverse:
 //

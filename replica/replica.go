@@ -167,10 +167,10 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
 	wg.Go(func() { errs <- sched.Run(schedCtx) })
+	// The scheduler holds the jobs of the shards it owns or is acquiring
+	// (holder.go), and every sharded job; the index lists the rest.
 	want := jobstore.NewWant()
-	for s := range r.cat.shards {
-		want.Add(s, 0)
-	}
+	hold := newHolder(sched, want, r.log)
 	wg.Go(func() {
 		install := r.first.follow(r.jobSet.follow(r.cat.follow(installer(sched))))
 		if err := jobstore.WatchHeld(schedCtx, r.cli, r.ks, r.cat.shards, want, install,
@@ -188,7 +188,7 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
 	wg.Go(func() {
-		mgrErr <- r.first.run(mgrCtx, func(ctx context.Context) error { return mgr.Run(ctx, sched) })
+		mgrErr <- r.first.run(mgrCtx, func(ctx context.Context) error { return mgr.Run(ctx, hold) })
 	})
 
 	var failed error

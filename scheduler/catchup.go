@@ -266,7 +266,9 @@ func (s *Scheduler) installJobs(now time.Time) {
 		if sh.state == draining {
 			suspendHeld(sh, t)
 		}
-		if sh.state != firing {
+		// A lost grant is about to be stopped: a set that no longer holds
+		// its jobs (its holder let them go) must not remove them.
+		if sh.state != firing || sh.g.Lost.Err() != nil {
 			continue
 		}
 		var fresh []*jobRec

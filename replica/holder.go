@@ -1,0 +1,69 @@
+package replica
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shardcron/shardcron/jobstore"
+	"github.com/shardcron/shardcron/scheduler"
+)
+
+// handoffFetchBudget bounds how long an acquisition waits for the
+// incoming shard's jobs to be read before the scheduler takes the shard.
+// A graceful handoff takes milliseconds, and reading one part is one
+// round trip; past the budget (etcd slow or away) the shard is taken
+// without its jobs and they start, caught up, once read: their records
+// wait as the shard's orphans meanwhile, never mistaken for removed jobs.
+const handoffFetchBudget = 2 * time.Second
+
+// holder is the scheduler as the shard Manager sees it (shard.Handler):
+// it wants a shard's jobs, and waits until the scheduler holds them,
+// before it hands the scheduler the shard's grant, so catch-up finds
+// every job of the shard; it stops wanting them only once the scheduler
+// no longer fires the shard (drained, or lost), so no job of a shard the
+// scheduler fires ever looks removed.
+type holder struct {
+	*scheduler.Scheduler // StopFiring and Triggered as they are
+	want                 *jobstore.Want
+	budget               time.Duration
+	log                  *slog.Logger
+
+	mu     sync.Mutex
+	tokens map[int]int64 // the token of each shard's newest grant
+}
+
+func newHolder(sched *scheduler.Scheduler, want *jobstore.Want, log *slog.Logger) *holder {
+	return &holder{Scheduler: sched, want: want, budget: handoffFetchBudget, log: log, tokens: map[int]int64{}}
+}
+
+// Acquired wants the shard's jobs, waits for them within the budget (or
+// until the grant is lost), then hands the grant to the scheduler.
+func (h *holder) Acquired(g scheduler.Grant) {
+	h.mu.Lock()
+	h.tokens[g.Shard] = g.Token
+	h.mu.Unlock()
+	gen := h.want.Add(g.Shard, g.Token)
+	// A lost grant drops the want; a drain drops it earlier (Drain).
+	context.AfterFunc(g.Lost, func() { h.want.Remove(g.Shard, g.Token) })
+	ctx, cancel := context.WithTimeout(g.Lost, h.budget)
+	err := h.want.Wait(ctx, gen)
+	cancel()
+	if err != nil && g.Lost.Err() == nil {
+		h.log.Warn("shard's jobs not read within the handoff budget; taking the shard, its jobs start once read",
+			"shard", g.Shard, "token", g.Token, "budget", h.budget)
+	}
+	h.Scheduler.Acquired(g)
+}
+
+// Drain drains the shard, then stops wanting its jobs: the scheduler no
+// longer fires it, so a set without them changes nothing of it.
+func (h *holder) Drain(ctx context.Context, shard int) scheduler.Released {
+	rel := h.Scheduler.Drain(ctx, shard)
+	h.mu.Lock()
+	token := h.tokens[shard]
+	h.mu.Unlock()
+	h.want.Remove(shard, token)
+	return rel
+}
