@@ -237,15 +237,38 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 		}
 		todo = todo[n:]
 	}
-	var jobs []config.Job
-	for _, r := range p.Parts {
-		jobs = append(jobs, got[r.Shard].held()...)
-	}
+	jobs := heldJobs(p.Parts, got)
 	if cache != nil {
 		clear(cache)
 		maps.Copy(cache, got)
 	}
 	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
+}
+
+// heldJobs concatenates the jobs the parts hand over, in part order, and
+// makes each part's own slice a view of the result (got's entries are
+// replaced, never changed: an Index delivered earlier may share them), so
+// a held job is kept once, not once in its part and again in the set.
+func heldJobs(parts []partRef, got map[int]*partIndex) []config.Job {
+	n := 0
+	for _, r := range parts {
+		n += len(got[r.Shard].held())
+	}
+	jobs := make([]config.Job, 0, n)
+	for _, r := range parts {
+		pi := got[r.Shard]
+		at := len(jobs)
+		jobs = append(jobs, pi.held()...)
+		c := *pi
+		view := jobs[at:len(jobs):len(jobs)]
+		if c.jobs != nil {
+			c.jobs = view
+		} else {
+			c.sharded = view
+		}
+		got[r.Shard] = &c
+	}
+	return jobs
 }
 
 // readPartBatch reads refs' chunks in one transaction at revision rev and

@@ -249,8 +249,10 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st 
 }
 
 // rehold reads the good set's parts again for the sink's new holding:
-// those it now holds and did not, from etcd at the pointer's revision;
-// those it no longer holds are dropped. A format 1 set is held whole.
+// those it now holds and did not, from etcd at its newest revision (a part
+// is never rewritten, and one collected since, because a newer pointer
+// replaced it, makes the watch list again); those it no longer holds are
+// dropped. A format 1 set is held whole.
 func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *watchState, cfg *watchConfig) error {
 	h := cfg.sink.holding()
 	if st.good == nil {
@@ -260,8 +262,8 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		cfg.sink.took() // held whole
 		return nil
 	}
-	set, err := readParts(ctx, cli, ks, st.ptr, st.ptr.modRev, st.parts, h)
-	if errors.Is(err, rpctypes.ErrCompacted) {
+	set, err := readParts(ctx, cli, ks, st.ptr, 0, st.parts, h)
+	if errors.Is(err, ErrPartGone) {
 		return errRelist
 	}
 	if err != nil {
