@@ -50,11 +50,17 @@ func (m *jobSetMetrics) follow(next func(jobstore.Held)) func(jobstore.Held) {
 		if m.bootstrap == nil {
 			return
 		}
-		select { // the newest replaces one not counted yet
-		case <-m.driftOf:
-		default:
+		for { // the newest replaces one not counted yet; never blocks
+			select {
+			case m.driftOf <- h.Index:
+				return
+			default:
+			}
+			select {
+			case <-m.driftOf:
+			default:
+			}
 		}
-		m.driftOf <- h.Index
 	}
 }
 
