@@ -2,6 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,6 +86,97 @@ func TestSetWithoutDrainedShardRemovesNothing(t *testing.T) {
 		}
 		if n := len(h.runner.of(other.Name)); n != 2 {
 			t.Fatalf("the kept shard's job ran %d times, want 2", n)
+		}
+	})
+}
+
+// acquiredJobs records, by shard, the job count each "shard acquired" says.
+type acquiredJobs struct {
+	mu   sync.Mutex
+	jobs map[int64]int64
+}
+
+func (a *acquiredJobs) Enabled(context.Context, slog.Level) bool { return true }
+func (a *acquiredJobs) WithGroup(string) slog.Handler            { return a }
+func (a *acquiredJobs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &acquiredWith{a, attrs}
+}
+func (a *acquiredJobs) Handle(ctx context.Context, r slog.Record) error {
+	return (&acquiredWith{a, nil}).Handle(ctx, r)
+}
+
+type acquiredWith struct {
+	a     *acquiredJobs
+	attrs []slog.Attr
+}
+
+func (w *acquiredWith) Enabled(context.Context, slog.Level) bool { return true }
+func (w *acquiredWith) WithGroup(string) slog.Handler            { return w }
+func (w *acquiredWith) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &acquiredWith{w.a, append(slices.Clone(w.attrs), attrs...)}
+}
+func (w *acquiredWith) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "shard acquired" {
+		return nil
+	}
+	var shard, jobs int64 = -1, -1
+	see := func(a slog.Attr) bool {
+		switch a.Key {
+		case "shard":
+			shard = a.Value.Int64()
+		case "jobs":
+			jobs = a.Value.Int64()
+		}
+		return true
+	}
+	for _, a := range w.attrs {
+		see(a)
+	}
+	r.Attrs(see)
+	w.a.mu.Lock()
+	defer w.a.mu.Unlock()
+	w.a.jobs[shard] = jobs
+	return nil
+}
+
+// A set handed to SetJobs before a grant is what the grant's catch-up
+// sees, even when Run takes the grant before the set's signal: a replica
+// reads a shard's jobs and then grants it. Run, busy when both arrive,
+// used to take the grant against its older table, leaving the shard's
+// jobs to be found later as orphans.
+func TestAcquireSeesTheSetHandedBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		seen := &acquiredJobs{jobs: map[int64]int64{}}
+		var hold atomic.Pointer[chan struct{}]
+		clock := func() time.Time {
+			if p := hold.Swap(nil); p != nil {
+				<-*p // Run is busy: what arrives now waits for its next select
+			}
+			return time.Now()
+		}
+		h := newHarness(t, func(c *Config) { c.Clock, c.Logger = clock, slog.New(seen) }, jobIn(0, "first", "0 0 * * * *"))
+		defer h.stop()
+		set := []config.Job{jobIn(0, "first", "0 0 * * * *")}
+		for k := 1; k < testShards; k++ {
+			release := make(chan struct{})
+			hold.Store(&release)
+			time.Sleep(maxSleep + time.Second) // Run wakes and blocks in its clock
+			set = append(set, jobIn(k, fmt.Sprintf("in-%d", k), "0 0 * * * *"))
+			h.s.SetJobs(config.JobSet{Version: int64(k + 1), Jobs: slices.Clone(set)})
+			g, _ := h.grant(k, int64(10+k), nil)
+			done := make(chan struct{})
+			go func() { h.s.Acquired(g); close(done) }()
+			synctest.Wait()
+			close(release)
+			<-done
+		}
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		for k := int64(1); k < testShards; k++ {
+			if seen.jobs[k] != 1 {
+				t.Errorf("shard %d acquired with %d jobs, want its 1, handed over before the grant", k, seen.jobs[k])
+			}
 		}
 	})
 }

@@ -149,6 +149,12 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		log.Warn("grant ignored: already lost", "err", context.Cause(g.Lost))
 		return
 	}
+	// A set handed over just before the grant (a replica reads a shard's
+	// jobs before it grants it) is installed first: catch-up then finds
+	// every job of the shard, not their records as orphans.
+	if t := s.table.Load(); t != nil && t != s.cur {
+		s.installJobs(now)
+	}
 	ctx, cancel := context.WithCancelCause(g.Lost)
 	sh := &ownedShard{
 		g: g, ctx: ctx, cancel: cancel, state: firing,
