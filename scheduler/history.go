@@ -1,10 +1,6 @@
 package scheduler
 
-import (
-	"time"
-
-	"github.com/shardcron/shardcron/cronspec"
-)
+import "time"
 
 // DefaultHistoryFlush is how often run history is handed to History: what
 // an owner killed at the worst moment loses of it.
@@ -13,9 +9,9 @@ const DefaultHistoryFlush = 2 * time.Second
 // addHistory keeps e for the next history flush.
 func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
 	// History names ticks as runs do: a jittered fire by its tick.
-	e.Tick = cronspec.Nominal(rec.e.sched, e.Tick)
+	e.Tick = rec.e.tickOf(e.Tick)
 	if !e.First.IsZero() {
-		e.First = cronspec.Nominal(rec.e.sched, e.First)
+		e.First = rec.e.tickOf(e.First)
 	}
 	rec.hist = append(rec.hist, e)
 	s.histPending(rec)
