@@ -90,9 +90,9 @@ type History struct {
 	// Final is each job's record as the store holds it at the end.
 	Final map[string]scheduler.Record
 	// Replaced holds, by job, the ticks recorded as replaced by a newer tick
-	// before they started (in history, or by the record dropping them from
-	// in flight as it counted a skip); for replace jobs, the policy decided
-	// them.
+	// before they started (in history, by tick, or by the record dropping
+	// them from in flight as it counted a skip, by fire: a jittered tick's
+	// delayed instant); for replace jobs, the policy decided them.
 	Replaced map[string]map[time.Time]bool
 	// SkippedTriggers: trigger ids recorded as skipped after their claim.
 	SkippedTriggers map[string]bool

@@ -54,7 +54,10 @@ func noLostTick(h *History) []Violation {
 		// jitter): records hold fires, runs and history name the tick.
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
 			tick := cronspec.Nominal(sched, t).UTC()
-			if _, ok := ran[tick]; ok || (base.Concurrency == config.ConcurrencyReplace && h.Replaced[name][tick]) || t.After(final.LastClaimed) ||
+			// Replaced: history names the tick; a record that dropped the
+			// flight as it counted a skip names the fire.
+			replaced := h.Replaced[name][tick] || h.Replaced[name][t.UTC()]
+			if _, ok := ran[tick]; ok || (base.Concurrency == config.ConcurrencyReplace && replaced) || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
