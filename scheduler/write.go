@@ -314,7 +314,23 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		s.writeFailed(pw, err, now)
 		s.checkIdle(sh)
 	}
+	wasFailing := s.claimLog.failing
 	s.claimLog.batch(s.log, len(d.batch), now)
+	if wasFailing && !s.claimLog.failing {
+		s.retryNow()
+	}
+}
+
+// retryNow sends every write waiting out a backoff at once: a batch has
+// just landed whole after failures, so the store answers again, and a
+// completion queued behind such a write would otherwise wait up to
+// retryMax, past the deadline of a session the outage left short, and its
+// run would repeat (simulator, seed 15409).
+func (s *Scheduler) retryNow() {
+	for rec := range s.retrying {
+		delete(s.retrying, rec)
+		s.markDirty(rec, true)
+	}
 }
 
 // claimLanded starts the run of a due claim, or marks a claim ahead as
