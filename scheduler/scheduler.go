@@ -134,7 +134,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.step(now)
 		s.m.slotsUsed.Set(float64(s.used))
 		s.m.waiting.Set(float64(len(s.waiting)))
-		if w, ok := s.nextWake(); ok {
+		if w, ok := s.nextWake(now); ok {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a
 			// step of it (NTP, a resumed VM) delays a tick by at most that.
@@ -200,13 +200,13 @@ func (s *Scheduler) step(now time.Time) {
 	if s.flushNow || (!s.flushAt.IsZero() && !now.Before(s.flushAt)) {
 		s.flush()
 	}
-	if !s.histAt.IsZero() && !now.Before(s.histAt) {
+	if due, _ := s.histDue(now); due {
 		s.flushHistory(nil)
 	}
 }
 
-// nextWake is when step has something to do next.
-func (s *Scheduler) nextWake() (time.Time, bool) {
+// nextWake is when step, which ran at now, has something to do next.
+func (s *Scheduler) nextWake(now time.Time) (time.Time, bool) {
 	var w time.Time
 	ok := false
 	take := func(t time.Time) {
@@ -221,7 +221,9 @@ func (s *Scheduler) nextWake() (time.Time, bool) {
 		take(s.waiting[0].tick)
 	}
 	take(s.flushAt)
-	take(s.histAt)
+	if _, at := s.histDue(now); !at.IsZero() {
+		take(at)
+	}
 	return w, ok
 }
 
