@@ -96,6 +96,9 @@ func (s *Scheduler) dispatch(now time.Time) {
 		switch s.try(w, now) {
 		case decided:
 			s.settled(w)
+			if len(s.openAhead) > 0 {
+				s.claimOpenAhead(w.rec, now)
+			}
 		case held:
 			s.hold(w)
 		case noSlot:

@@ -50,7 +50,11 @@ type Scheduler struct {
 	// claimsDue holds claims ahead taken off timers, until the runs due
 	// at the same instant have started (fireDueTicks, claimDue).
 	claimsDue []timerEntry
-	waiting   waitHeap             // due ticks not yet running
+	waiting   waitHeap // due ticks not yet running
+	// openAhead holds, per job, the latest tick claimAhead left unclaimed
+	// because an earlier one was undecided: claimed ahead after all if
+	// every earlier tick is decided before it comes due (claimOpenAhead).
+	openAhead map[*jobRec]*waitTick
 	used      int                  // run slots taken (due claims pending + runs)
 	dirty     map[*jobRec]struct{} // records with queued ops
 	flushNow  bool                 // a run waits for a dirty record's write
@@ -100,6 +104,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		all:         make(map[*ownedShard]struct{}),
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
+		openAhead:   make(map[*jobRec]*waitTick),
 		histDirty:   make(map[*jobRec]struct{}),
 		sending:     make(map[noteKey]*noteSend),
 		claimLog:    failLog{msg: "record write outcome unknown; retrying"},
