@@ -43,6 +43,18 @@ func (a aheads) at(t time.Time) *aheadTick {
 
 func (a *aheads) add(t time.Time) { *a = append(*a, aheadTick{tick: t.UnixNano()}) }
 
+// before reports whether a tick before t is claimed ahead (and not yet
+// started or dropped).
+func (a aheads) before(t time.Time) bool {
+	n := t.UnixNano()
+	for i := range a {
+		if a[i].tick < n {
+			return true
+		}
+	}
+	return false
+}
+
 // drop forgets the tick claimed ahead at t, if any.
 func (a *aheads) drop(t time.Time) {
 	n := t.UnixNano()

@@ -59,3 +59,34 @@ func (h *harness) lastClaimed(shard int, job string) time.Time {
 	}
 	return r.LastClaimed
 }
+
+// With commits slow enough to raise the claim horizon past a per-second
+// job's period, its claims still share a write with the completion of the
+// tick before: about one write per fire, not two.
+func TestSlowCommitsOneWritePerFire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-1500 * time.Millisecond))
+		j := jobIn(1, "slow", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.store.latency = 300 * time.Millisecond // the horizon becomes 1.2 s
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		writes := func() int {
+			h.store.mu.Lock()
+			defer h.store.mu.Unlock()
+			return h.store.writes
+		}
+		sleepUntil(t0.Add(1500 * time.Millisecond))
+		synctest.Wait()
+		w0 := writes()
+		sleepUntil(t0.Add(11500 * time.Millisecond))
+		synctest.Wait()
+		if n := writes() - w0; n > 12 {
+			t.Errorf("%d writes for the 10 fires of t0+2s .. t0+11s, want about one a fire", n)
+		}
+		if n := len(h.runner.of(j.Name)); n < 12 {
+			t.Errorf("%d runs by t0+11.5s, want the ticks t0 .. t0+11s", n)
+		}
+	})
+}

@@ -169,12 +169,16 @@ func (s *Scheduler) flush() {
 }
 
 // waitForRun reports whether rec's queued changes, only claims ahead,
-// should wait for the completion of the job's running run, so that both
-// share one write, and until when at the latest: while the earliest claimed
-// tick is still more than its horizon away. A per-second job whose runs
-// outlast flushDelay so still costs one write per fire.
+// should wait for the completion of the job's run, so that both share one
+// write, and until when at the latest. It waits for a run going, or for
+// the run of an earlier tick claimed ahead that has not started: the
+// claim of a horizon raised past the job's period (slow commits) is
+// queued before the run of the tick before it starts. A per-second job
+// whose runs outlast flushDelay, or whose claims go out more than a second
+// ahead, so still costs one write per fire; two writes a fire would add
+// to the very load that slowed the commits.
 func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
-	if len(rec.runs) == 0 || rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
+	if rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
 		return time.Time{}, false
 	}
 	var first time.Time
@@ -186,9 +190,12 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 			first = o.tick
 		}
 	}
-	// Time enough for a commit as slow as the slowest recent one, four
-	// times over, and never less than 250 ms.
-	latest := first.Add(-max(4*s.slowCommit, 250*time.Millisecond))
+	if len(rec.runs) == 0 && !rec.ahead.before(first) {
+		return time.Time{}, false
+	}
+	// Time enough for a commit as slow as the slowest recent one, twice
+	// over, and never less than 250 ms (the horizon allows four times).
+	latest := first.Add(-max(2*s.slowCommit, 250*time.Millisecond))
 	return latest, now.Before(latest)
 }
 
