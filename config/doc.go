@@ -8,8 +8,8 @@
 // The jobs file is strict. A typo must never become a job that silently does
 // not run, so unknown fields, duplicate keys (also inside headers and env),
 // values of the wrong type, tabs in indentation, text that is not UTF-8,
-// anchors and aliases, files over MaxFileSize (64 MiB), more than MaxJobs
-// (100,000) jobs, bad or duplicate names, cron specs that are malformed or
+// anchors and aliases, files over MaxFileSize (512 MiB), more than MaxJobs
+// (1,000,000) jobs, bad or duplicate names, cron specs that are malformed or
 // never fire, TZ= prefixes, unknown time zones, negative or absurd durations,
 // a schedule beside a one-shot at (or neither), timestamps that are not RFC
 // 3339, an end_at before its start_at, max_runs below 1, a jitter that is

@@ -10,13 +10,20 @@ import (
 // Limits of a jobs file. Past each, parsing fails with a message naming it.
 const (
 	// MaxJobs is the most jobs one file (and one cluster) holds.
-	MaxJobs = 100_000
+	MaxJobs = 1_000_000
 	// MaxUnits is the most units one file (and one cluster) holds: each
-	// job without items is one, each item of a sharded job another. Every
-	// replica holds every unit's schedule (about 0.5 KiB each).
-	MaxUnits = 200_000
+	// job without items is one, each item of a sharded job another. A
+	// replica holds the schedule of every unit of its shards.
+	MaxUnits = 2_000_000
 	// MaxNameLen is the longest job name, in bytes.
 	MaxNameLen = 128
+)
+
+// maxJobs and maxFileSize are MaxJobs and MaxFileSize; tests lower them to
+// reach the limits without files of hundreds of megabytes.
+var (
+	maxJobs     = MaxJobs
+	maxFileSize = MaxFileSize
 )
 
 var (
@@ -40,7 +47,7 @@ func LoadJobs(path string) ([]Job, error) { return LoadJobsWith(path, JobsOption
 
 // LoadJobsWith is LoadJobs with options.
 func LoadJobsWith(path string, o JobsOptions) ([]Job, error) {
-	data, err := readFile(path)
+	data, err := readFile(path, maxFileSize)
 	if err != nil {
 		return nil, fileError(path, err)
 	}
@@ -58,7 +65,7 @@ func ParseJobs(filename string, data []byte) ([]Job, error) {
 // ParseJobsWith is ParseJobs with options.
 func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	c := &collector{file: filename}
-	root := parseDoc(c, data)
+	root := parseDoc(c, data, maxFileSize)
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
@@ -79,7 +86,7 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	names := make(map[string]int, len(items))
 	units := 0
 	for i, n := range items {
-		items[i] = nil // let the decoded subtree go: a 100,000-job tree is large
+		items[i] = nil // let the decoded subtree go: a 1,000,000-job tree is large
 		j, d := decodeJob(n)
 		label := fmt.Sprintf("#%d", i+1)
 		if j.Name != "" {
@@ -145,8 +152,8 @@ func parseTop(c *collector, root *yaml.Node) ([]*yaml.Node, *Defaults) {
 			return
 		}
 		items = v.Content
-		if len(items) > MaxJobs {
-			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), MaxJobs)
+		if len(items) > maxJobs {
+			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), maxJobs)
 			items = nil
 		}
 	})
