@@ -17,6 +17,12 @@
 // a missing or second run target, bad URLs and ${NAME} references outside
 // SHARDCRON_JOB_* are all errors.
 //
+// A file laid out as usual (a top-level "jobs:" line, its entries each
+// starting with a dash at one indentation) is parsed an entry at a time
+// (jobsplit.go), so a million jobs never make one YAML node tree; any other
+// layout, and any file with a YAML problem, is parsed whole, with the same
+// results and messages.
+//
 // Failure model: parsing never stops at the first problem and never returns
 // part of a file. It returns every job or none, and then an Errors value
 // listing every problem (up to MaxErrors), each as

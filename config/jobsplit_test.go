@@ -1,0 +1,105 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// splitCases are layouts at the edges of what parseSplit reads: each must
+// parse as the whole file does, split or not.
+var splitCases = map[string]string{
+	"indent 0":         "jobs:\n- name: a\n  schedule: \"@hourly\"\n  func: f\n- name: b\n  schedule: \"@daily\"\n  func: f\n",
+	"comments between": "# top\njobs: # the list\n  # first\n  - name: a\n    schedule: \"@hourly\"\n# at column 0\n    func: f\n\n  - name: b\n    schedule: \"@daily\"\n    func: f\n  # trailing\n",
+	"defaults after":   "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n  - name: b\n    schedule: nope\n    func: f\ndefaults:\n  notify:\n    on: [failure]\n    webhook: {url: \"https://hooks.example/x\"}\n",
+	"bad defaults":     "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\ndefaults:\n  notify:\n    on: [failure]\n    webhook: {url: \"ftp://x\"}\n",
+	"defaults before":  "defaults:\n  notify:\n    on: [failure]\n    webhook: {url: \"https://hooks.example/x\"}\njobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n",
+	"error after list": "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\nbogus: 1\n",
+	"second jobs key":  "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\njobs:\n  - name: b\n    schedule: \"@hourly\"\n    func: f\n",
+	"quoted over dash": "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    http: {url: \"https://x.example/\", body: \"one\n  - name: b\"}\n  - name: c\n    schedule: \"@hourly\"\n    func: f\n",
+	"flow over dash":   "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    env: {A: b,\n  - x}\n    func: f\n",
+	"flow root":        "{defaults: {},\njobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n}\n",
+	"alias across":     "jobs:\n  - name: a\n    schedule: &s \"@hourly\"\n    func: f\n  - name: b\n    schedule: *s\n    func: f\n",
+	"second document":  "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n---\njobs: []\n",
+	"document end":     "---\njobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n...\n",
+	"crlf":             "jobs:\r\n  - name: a\r\n    schedule: \"@hourly\"\r\n    func: f\r\n  - name: b\r\n    schedule: \"@daily\"\r\n    func: f\r\n",
+	"block scalar":     "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    http:\n      url: \"https://x.example/\"\n      body: |\n        - not an entry\n          - nor this\n  - name: b\n    schedule: \"@hourly\"\n    func: f\n",
+	"tab in entry":     "jobs:\n  - name: a\n\tschedule: \"@hourly\"\n    func: f\n",
+	"ragged entries":   "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n - name: b\n   schedule: \"@hourly\"\n   func: f\n",
+	"scalar entry":     "jobs:\n  - just text\n  - name: b\n    schedule: \"@hourly\"\n    func: f\n",
+	"nested list":      "jobs:\n  - - name: a\n  - name: b\n    schedule: \"@hourly\"\n    func: f\n",
+	"empty entry":      "jobs:\n  -\n  - name: b\n    schedule: \"@hourly\"\n    func: f\n",
+	"jobs in a scalar": "note: |\n  jobs:\n    - name: x\njobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n",
+	"directive":        "%YAML 1.1\n---\njobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n",
+	"tagged list":      "jobs: !!seq\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n",
+	"duplicate names":  "jobs:\n  - name: a\n    schedule: \"@hourly\"\n    func: f\n  - name: a\n    schedule: \"@daily\"\n    func: f\n",
+	"unknown field":    "jobs:\n  - name: a\n    schedul: \"@hourly\"\n    func: f\n",
+	"no jobs":          "jobs:\n",
+	"empty list":       "jobs: []\n",
+	"lone cr":          "jobs:\n - 0\r0",
+	"next line":        "jobs:\n  - name: a\n    schedule: \"@hourly\"\u0085  - name: b\n    func: f\n",
+}
+
+// TestSplitParsesAsWhole: a file read a job at a time gives the jobs, or
+// the errors (file, line, field), that the whole file's tree gives; and
+// the usual layouts are read a job at a time.
+func TestSplitParsesAsWhole(t *testing.T) {
+	inputs := map[string][]byte{}
+	for name, s := range splitCases {
+		inputs[name] = []byte(s)
+	}
+	for _, dir := range []string{"testdata/good", "testdata/bad"} {
+		for i, data := range readDir(t, dir) {
+			inputs[fmt.Sprintf("%s#%d", dir, i)] = data
+		}
+	}
+	split := map[string]bool{}
+	for name, data := range inputs {
+		msg, ok := compareSplit(t, data)
+		split[name] = ok
+		if name == "defaults after" && !strings.HasPrefix(msg, "f.yaml:6: job \"b\": field \"schedule\"") {
+			t.Errorf("defaults after: lines not kept: %s", msg)
+		}
+	}
+	for _, name := range []string{"indent 0", "comments between", "defaults after", "defaults before", "crlf", "block scalar", "duplicate names", "unknown field", "document end"} {
+		if !split[name] {
+			t.Errorf("%s: not read a job at a time", name)
+		}
+	}
+	for _, name := range []string{"quoted over dash", "flow over dash", "flow root", "alias across", "tab in entry", "ragged entries", "directive", "lone cr", "next line", "tagged list", "second jobs key", "second document"} {
+		if split[name] {
+			t.Errorf("%s: read a job at a time, want the whole file's parse", name)
+		}
+	}
+	n := 0
+	for _, ok := range split {
+		if ok {
+			n++
+		}
+	}
+	if n < len(inputs)/2 {
+		t.Errorf("only %d of %d files read a job at a time", n, len(inputs))
+	}
+}
+
+// compareSplit parses data both ways and fails t where parseSplit, when it
+// reads the file, disagrees with parseWhole. It returns the error message
+// ("<nil>" for none) and whether parseSplit read the file.
+func compareSplit(t testing.TB, data []byte) (msg string, ok bool) {
+	t.Helper()
+	o := JobsOptions{HasFunc: func(n string) bool { return n == "f" }}
+	wj, werr := parseWhole("f.yaml", data, o)
+	sj, serr := parseSplit("f.yaml", data, o)
+	if errors.Is(serr, errNotSplit) {
+		return fmt.Sprint(werr), false
+	}
+	if fmt.Sprint(serr) != fmt.Sprint(werr) {
+		t.Errorf("%q:\nsplit: %v\nwhole: %v", data, serr, werr)
+	}
+	if !reflect.DeepEqual(sj, wj) {
+		t.Errorf("%q:\nsplit: %#v\nwhole: %#v", data, sj, wj)
+	}
+	return fmt.Sprint(werr), true
+}
