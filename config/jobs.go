@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -65,18 +64,52 @@ func ParseJobs(filename string, data []byte) ([]Job, error) {
 
 // ParseJobsWith is ParseJobs with options.
 func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
-	jobs, err := parseSplit(filename, data, o)
-	if errors.Is(err, errNotSplit) {
-		return parseWhole(filename, data, o)
+	r, err := parseJobs(filename, data, o, nil)
+	if err != nil {
+		return nil, err
 	}
-	return jobs, err
+	return r.jobs, nil
+}
+
+// CheckJobsWith parses and checks a jobs file as ParseJobsWith does, but
+// keeps no job: it hands each job that passes its own checks to each (when
+// not nil) as it is read, and returns how many there are. What validate
+// needs, without holding a million jobs. each sees the jobs of a file that
+// may yet turn out invalid; the error says so at the end.
+func CheckJobsWith(filename string, data []byte, o JobsOptions, each func(*Job)) (int, error) {
+	if each == nil {
+		each = func(*Job) {}
+	}
+	r, err := parseJobs(filename, data, o, each)
+	if err != nil {
+		return 0, err
+	}
+	return r.count, nil
+}
+
+// CheckJobsFile is CheckJobsWith of the file at path.
+func CheckJobsFile(path string, o JobsOptions, each func(*Job)) (int, error) {
+	data, err := readFile(path, maxFileSize)
+	if err != nil {
+		return 0, fileError(path, err)
+	}
+	return CheckJobsWith(path, data, o, each)
+}
+
+// parseJobs reads the file a job at a time if it can, else whole.
+func parseJobs(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
+	r, err := parseSplit(filename, data, o, each)
+	if errors.Is(err, errNotSplit) {
+		return parseWhole(filename, data, o, each)
+	}
+	return r, err
 }
 
 // parseWhole parses data as one yaml.Node tree: every file, exactly, but a
 // tree of a million jobs takes gigabytes. parseSplit reads the usual files
 // a job at a time and leaves the others, and every file with a YAML
 // problem, to it.
-func parseWhole(filename string, data []byte, o JobsOptions) ([]Job, error) {
+func parseWhole(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
 	c := &collector{file: filename}
 	root := parseDoc(c, data, maxFileSize)
 	if len(c.errs) > 0 {
@@ -94,75 +127,12 @@ func parseWhole(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
-	r := newJobReader(c, o, defs, len(items))
+	r := newJobReader(c, o, defs, len(items), each)
 	for i, n := range items {
 		items[i] = nil // let the decoded subtree go: a 1,000,000-job tree is large
 		r.add(n)
 	}
 	return r.result()
-}
-
-// jobReader decodes and checks the entries of a jobs list in file order,
-// collecting the jobs and every problem.
-type jobReader struct {
-	c     *collector
-	o     JobsOptions
-	defs  *Defaults
-	jobs  []Job
-	names map[string]int // line of each name
-	units int
-}
-
-func newJobReader(c *collector, o JobsOptions, defs *Defaults, n int) *jobReader {
-	return &jobReader{c: c, o: o, defs: defs, jobs: make([]Job, 0, n), names: make(map[string]int, n)}
-}
-
-// add decodes and checks n, the next entry of the list.
-func (r *jobReader) add(n *yaml.Node) {
-	j, d := decodeJob(n)
-	label := fmt.Sprintf("#%d", len(r.jobs)+1)
-	if j.Name != "" {
-		label = fmt.Sprintf("%q", j.Name)
-	}
-	if n.Kind == yaml.MappingNode {
-		j.SetDefaults()
-		validateJob(&j, func(field, msg string, cause error) {
-			if !d.failedUnder(field) {
-				d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: msg, Err: cause})
-			}
-		})
-		if j.Notify == nil {
-			j.Notify = r.defs.Notify.clone() // checked once, as defaults.notify
-		}
-		if j.Func != "" && r.o.HasFunc != nil && !r.o.HasFunc(j.Func) && !d.failedUnder("func") {
-			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
-		}
-	}
-	if r.units += max(1, j.ItemCount()); r.units > MaxUnits && r.units-max(1, j.ItemCount()) <= MaxUnits {
-		field := "items"
-		if len(j.ItemNames) > 0 {
-			field = "item_names"
-		}
-		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: fmt.Sprintf("with this job's items the file has %d units (jobs plus items), more than the limit of %d", r.units, MaxUnits)})
-	}
-	if first, dup := r.names[j.Name]; dup && j.Name != "" {
-		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})
-	} else if j.Name != "" {
-		r.names[j.Name] = lineOf(d.lines, "name", n.Line)
-	}
-	for _, e := range d.errs {
-		e.Job = label
-		r.c.add(e)
-	}
-	r.jobs = append(r.jobs, j)
-}
-
-// result is every job, or the problems found.
-func (r *jobReader) result() ([]Job, error) {
-	if err := r.c.err(); err != nil {
-		return nil, err
-	}
-	return r.jobs, nil
 }
 
 // parseTop reads the file's top mapping: the jobs list (its items, not yet

@@ -40,7 +40,7 @@ var errNotSplit = errors.New("config: not split")
 // parseSplit parses data a job at a time when its layout allows (see
 // above), with the same results as parseWhole; errNotSplit leaves the file
 // to parseWhole.
-func parseSplit(filename string, data []byte, o JobsOptions) ([]Job, error) {
+func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
 	if len(data) > maxFileSize || !utf8.Valid(data) {
 		return nil, errNotSplit
 	}
@@ -66,7 +66,7 @@ func parseSplit(filename string, data []byte, o JobsOptions) ([]Job, error) {
 		c.addf(l.jobsLine, "jobs", "%d jobs, more than the limit of %d", len(l.items), maxJobs)
 		return nil, c.err()
 	}
-	r := newJobReader(c, o, defs, len(l.items))
+	r := newJobReader(c, o, defs, len(l.items), each)
 	for _, s := range l.items {
 		n := parseEntry(data[s.start:s.end], s.line)
 		if n == nil {

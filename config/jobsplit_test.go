@@ -90,11 +90,18 @@ func TestSplitParsesAsWhole(t *testing.T) {
 func compareSplit(t testing.TB, data []byte) (msg string, ok bool) {
 	t.Helper()
 	o := JobsOptions{HasFunc: func(n string) bool { return n == "f" }}
-	wj, werr := parseWhole("f.yaml", data, o)
-	sj, serr := parseSplit("f.yaml", data, o)
+	jobsOf := func(r *jobReader) []Job {
+		if r == nil {
+			return nil
+		}
+		return r.jobs
+	}
+	w, werr := parseWhole("f.yaml", data, o, nil)
+	s, serr := parseSplit("f.yaml", data, o, nil)
 	if errors.Is(serr, errNotSplit) {
 		return fmt.Sprint(werr), false
 	}
+	wj, sj := jobsOf(w), jobsOf(s)
 	if fmt.Sprint(serr) != fmt.Sprint(werr) {
 		t.Errorf("%q:\nsplit: %v\nwhole: %v", data, serr, werr)
 	}
@@ -102,4 +109,24 @@ func compareSplit(t testing.TB, data []byte) (msg string, ok bool) {
 		t.Errorf("%q:\nsplit: %#v\nwhole: %#v", data, sj, wj)
 	}
 	return fmt.Sprint(werr), true
+}
+
+// TestCheckJobsKeepsNone: CheckJobsWith hands over the jobs ParseJobs
+// returns, in order, and fails where it fails, with the same errors.
+func TestCheckJobsKeepsNone(t *testing.T) {
+	for name, s := range splitCases {
+		o := JobsOptions{HasFunc: func(n string) bool { return n == "f" }}
+		want, werr := ParseJobsWith("f.yaml", []byte(s), o)
+		var got []Job
+		n, err := CheckJobsWith("f.yaml", []byte(s), o, func(j *Job) { got = append(got, *j) })
+		if fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Errorf("%s: CheckJobsWith: %v, ParseJobsWith: %v", name, err, werr)
+		}
+		if werr == nil && (n != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: CheckJobsWith gave %d jobs %#v, ParseJobsWith %#v", name, n, got, want)
+		}
+		if werr != nil && n != 0 {
+			t.Errorf("%s: %d jobs with an error", name, n)
+		}
+	}
 }
