@@ -224,6 +224,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	}
 
 	next := withSince(cur.Jobs, jobs, opts.Now())
+	cur.Jobs = nil // free to collect while the new set is encoded: at a million jobs, hundreds of megabytes
 	// The version is the revision of a write made after reading the
 	// pointer: unique, and larger than every version flipped before that
 	// read, which is what lets garbage collection delete every lower one.
@@ -286,10 +287,7 @@ func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 		np, writes = partsPointer(version, opts.Shards, plan.parts), plan.write
 		res = Result{Format: 2, Parts: plan.written, Chunks: plan.chunks, Bytes: plan.bytes}
 	} else {
-		enc, err := encodeSet(next, opts.ChunkBytes, 1)
-		if err == nil {
-			err = enc.compress()
-		}
+		enc, err := encodeJobs(len(next), func(i int) *config.Job { return &next[i] }, opts.ChunkBytes, 1, true)
 		if err != nil {
 			return pointer{}, Result{}, err
 		}

@@ -115,11 +115,13 @@ type partPlan struct {
 	bytes   int64 // their stored bytes
 }
 
-// planParts groups jobs by shard (sorting them in place by shard, then
-// name) and encodes every group; a group that encodes to the part prev
-// names for its shard is named again, the others are written at version.
+// planParts groups jobs by shard (in shard, then name order, through an
+// index: jobs stay where they are) and encodes every group; a group that
+// encodes to the part prev names for its shard is named again, the others
+// are written at version.
 func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
-	// Sorted by small keys, then moved once: jobs are large structs.
+	// Sorted by small keys: a copy of a million jobs in order would be
+	// hundreds of megabytes.
 	type key struct {
 		shard int
 		name  string
@@ -130,11 +132,6 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		keys[i] = key{keyspace.ShardOf(jobs[i].Name, shards), jobs[i].Name, i}
 	}
 	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.shard, b.shard), strings.Compare(a.name, b.name)) })
-	sorted := make([]config.Job, len(jobs))
-	for k, x := range keys {
-		sorted[k] = jobs[x.i]
-	}
-	copy(jobs, sorted)
 	shardOf := func(k int) int { return keys[k].shard }
 	old := map[int]partRef{}
 	if prev.Format >= 2 && prev.Shards == shards {
@@ -149,7 +146,8 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		for hi < len(jobs) && shardOf(hi) == s {
 			hi++
 		}
-		enc, err := encodeSet(jobs[lo:hi], chunkBytes, 2)
+		group := keys[lo:hi]
+		enc, err := encodeJobs(len(group), func(k int) *config.Job { return &jobs[group[k].i] }, chunkBytes, 2, false)
 		if err != nil {
 			return partPlan{}, err
 		}
