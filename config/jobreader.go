@@ -28,13 +28,19 @@ func newJobReader(c *collector, o JobsOptions, defs *Defaults, n int, each func(
 }
 
 // add decodes and checks n, the next entry of the list.
-func (r *jobReader) add(n *yaml.Node) {
+func (r *jobReader) add(n *yaml.Node) { r.take(r.check(n)) }
+
+// checked is one entry decoded and checked on its own.
+type checked struct {
+	j    Job
+	d    *decoder
+	line int // of the entry
+}
+
+// check decodes and checks entry n by itself: what does not depend on the
+// other entries. It only reads r, so entries may be checked concurrently.
+func (r *jobReader) check(n *yaml.Node) checked {
 	j, d := decodeJob(n)
-	r.count++
-	label := fmt.Sprintf("#%d", r.count)
-	if j.Name != "" {
-		label = fmt.Sprintf("%q", j.Name)
-	}
 	if n.Kind == yaml.MappingNode {
 		j.SetDefaults()
 		validateJob(&j, func(field, msg string, cause error) {
@@ -49,17 +55,29 @@ func (r *jobReader) add(n *yaml.Node) {
 			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
 		}
 	}
+	return checked{j: j, d: d, line: n.Line}
+}
+
+// take makes the checks across entries (units, names) of the next entry
+// and keeps it, or hands it over.
+func (r *jobReader) take(c checked) {
+	j, d := &c.j, c.d
+	r.count++
+	label := fmt.Sprintf("#%d", r.count)
+	if j.Name != "" {
+		label = fmt.Sprintf("%q", j.Name)
+	}
 	if r.units += max(1, j.ItemCount()); r.units > MaxUnits && r.units-max(1, j.ItemCount()) <= MaxUnits {
 		field := "items"
 		if len(j.ItemNames) > 0 {
 			field = "item_names"
 		}
-		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: fmt.Sprintf("with this job's items the file has %d units (jobs plus items), more than the limit of %d", r.units, MaxUnits)})
+		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, c.line), Field: field, Msg: fmt.Sprintf("with this job's items the file has %d units (jobs plus items), more than the limit of %d", r.units, MaxUnits)})
 	}
 	if first, dup := r.names[j.Name]; dup && j.Name != "" {
-		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})
+		d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", c.line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})
 	} else if j.Name != "" {
-		r.names[j.Name] = lineOf(d.lines, "name", n.Line)
+		r.names[j.Name] = lineOf(d.lines, "name", c.line)
 	}
 	for _, e := range d.errs {
 		e.Job = label
@@ -67,10 +85,10 @@ func (r *jobReader) add(n *yaml.Node) {
 	}
 	if r.each != nil {
 		if len(d.errs) == 0 {
-			r.each(&j)
+			r.each(j)
 		}
 	} else {
-		r.jobs = append(r.jobs, j)
+		r.jobs = append(r.jobs, *j)
 	}
 }
 

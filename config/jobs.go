@@ -38,7 +38,8 @@ type JobsOptions struct {
 	// HasFunc reports whether the program has an in-process function
 	// registered under name; a func: job naming another is an error (it
 	// would fail every run). Nil accepts every name: a program that embeds
-	// shardcron may read files meant for other programs.
+	// shardcron may read files meant for other programs. It may be called
+	// from several goroutines at once: entries are checked in parallel.
 	HasFunc func(name string) bool
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -67,14 +68,59 @@ func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*
 		return nil, c.err()
 	}
 	r := newJobReader(c, o, defs, len(l.items), each)
-	for _, s := range l.items {
-		n := parseEntry(data[s.start:s.end], s.line)
-		if n == nil {
-			return nil, errNotSplit
-		}
-		r.add(n)
+	if !r.readEntries(data, l.items) {
+		return nil, errNotSplit
 	}
 	return r.result()
+}
+
+// entryBatch is how many entries a worker parses and checks at a time.
+const entryBatch = 256
+
+// readEntries parses and checks the entries on as many goroutines as there
+// are CPUs, a batch each, and takes them in file order. False when an
+// entry is not one parseSplit reads.
+func (r *jobReader) readEntries(data []byte, items []span) bool {
+	batches := make(chan chan []checked, 2*runtime.GOMAXPROCS(0)) // bounds the batches in flight
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(batches)
+		for lo := 0; lo < len(items); lo += entryBatch {
+			b := items[lo:min(lo+entryBatch, len(items))]
+			out := make(chan []checked, 1)
+			select {
+			case batches <- out:
+			case <-done:
+				return
+			}
+			go func() { out <- r.checkBatch(data, b) }()
+		}
+	}()
+	for out := range batches {
+		cs := <-out
+		if cs == nil {
+			return false
+		}
+		for i := range cs {
+			r.take(cs[i])
+		}
+	}
+	return true
+}
+
+// checkBatch parses and checks the entries b; nil if one is not an entry
+// parseSplit reads.
+func (r *jobReader) checkBatch(data []byte, b []span) []checked {
+	cs := make([]checked, len(b))
+	for i, s := range b {
+		n := parseEntry(data[s.start:s.end], s.line)
+		if n == nil {
+			return nil
+		}
+		cs[i] = r.check(n)
+	}
+	return cs
 }
 
 // fits reports whether the skeleton's root is what splitJobs assumed: a

@@ -130,3 +130,47 @@ func TestCheckJobsKeepsNone(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBatchesInOrder: entries checked on several goroutines, a batch
+// each, come out in file order, with errors across batches (a duplicate
+// name) found as in one pass; an entry that is not one
+// parseSplit reads, in a late batch, hands the whole file to parseWhole.
+func TestSplitBatchesInOrder(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("jobs:\n")
+	n := 3*entryBatch + 5
+	for i := range n {
+		name := fmt.Sprintf("j%d", i)
+		if i == 2*entryBatch+1 {
+			name = "j3" // a duplicate of an entry in the first batch
+		}
+		sch := `"@hourly"`
+		if i%97 == 0 {
+			sch = "nope"
+		}
+		items := ""
+		if i%50 == 0 {
+			items = fmt.Sprintf("    items: %d\n", MaxItems)
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    schedule: %s\n%s    func: f\n", name, sch, items)
+	}
+	msg, ok := compareSplit(t, []byte(b.String()))
+	if !ok || !strings.Contains(msg, `job "j3": field "name": duplicate job name (first at line 12)`) || strings.Count(msg, `field "schedule"`) != (n+96)/97 {
+		t.Fatalf("split %v: %s", ok, msg)
+	}
+	good := strings.ReplaceAll(strings.ReplaceAll(b.String(), "name: j3\n    schedule: \"@hourly\"\n    func: f\n  - name: j4", "name: j3x\n    schedule: \"@hourly\"\n    func: f\n  - name: j4"), "nope", `"@daily"`)
+	good = strings.ReplaceAll(good, fmt.Sprintf("items: %d", MaxItems), "items: 2")
+	jobs, err := ParseJobsWith("f.yaml", []byte(good), JobsOptions{})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("%d jobs, %v", len(jobs), err)
+	}
+	for i := range jobs {
+		if want := fmt.Sprintf("j%d", i); jobs[i].Name != want && !(i == 3 && jobs[i].Name == "j3x") && !(i == 2*entryBatch+1 && jobs[i].Name == "j3") {
+			t.Fatalf("job %d is %q", i, jobs[i].Name)
+		}
+	}
+	late := good + "  - name: bad\n    schedule: \"unclosed\n"
+	if _, ok := compareSplit(t, []byte(late)); ok {
+		t.Fatal("a file with a broken entry was read a job at a time")
+	}
+}
