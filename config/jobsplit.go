@@ -17,8 +17,9 @@ import (
 // parsed on its own, the file's lines telling where entries start. YAML
 // makes every line at an entry's indentation that starts with a dash begin
 // the next entry, except inside a quoted string or a flow collection, which
-// then cannot parse as a part of its own. So a file is read in parts only
-// when every part parses as one complete entry; any problem at all (a YAML
+// then cannot parse as a part of its own. So a file is read in parts (a
+// batch of entries each) only when every part parses as a list of as many
+// entries as it has such lines; any problem at all (a YAML
 // error, an alias, an unusual layout) sends the file to parseWhole, which
 // reports exactly what it always did.
 
@@ -109,16 +110,17 @@ func (r *jobReader) readEntries(data []byte, items []span) bool {
 	return true
 }
 
-// checkBatch parses and checks the entries b; nil if one is not an entry
+// checkBatch parses and checks the entries b; nil if they are not entries
 // parseSplit reads.
 func (r *jobReader) checkBatch(data []byte, b []span) []checked {
+	nodes := parseEntries(data[b[0].start:b[len(b)-1].end], b[0].line, len(b))
+	if nodes == nil {
+		return nil
+	}
 	cs := make([]checked, len(b))
-	for i, s := range b {
-		n := parseEntry(data[s.start:s.end], s.line)
-		if n == nil {
-			return nil
-		}
+	for i, n := range nodes {
 		cs[i] = r.check(n)
+		nodes[i] = nil // let its tree go
 	}
 	return cs
 }
@@ -140,10 +142,12 @@ func (l *jobsLayout) fits(root *yaml.Node) bool {
 	return false
 }
 
-// parseEntry parses one entry's text (a list of one item), whose first line
-// is line of the file, and returns the item with the file's line numbers;
-// nil when the text is anything else or uses anchors or aliases.
-func parseEntry(text []byte, line int) *yaml.Node {
+// parseEntries parses the text of k consecutive entries (a list of k
+// items), whose first line is line of the file, and returns the items with
+// the file's line numbers; nil when the text is anything else or uses
+// anchors or aliases. One parse of a batch: a parser per entry would
+// allocate more than the entry's own tree.
+func parseEntries(text []byte, line, k int) []*yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err != nil {
 		return nil
@@ -152,20 +156,22 @@ func parseEntry(text []byte, line int) *yaml.Node {
 		return nil
 	}
 	seq := doc.Content[0]
-	if seq.Kind != yaml.SequenceNode || seq.Style&yaml.FlowStyle != 0 || len(seq.Content) != 1 || seq.Anchor != "" || seq.Tag != "!!seq" {
+	if seq.Kind != yaml.SequenceNode || seq.Style&yaml.FlowStyle != 0 || len(seq.Content) != k || seq.Anchor != "" || seq.Tag != "!!seq" {
 		return nil
 	}
-	n, plain := seq.Content[0], true
-	walk(n, func(x *yaml.Node) {
-		if x.Kind == yaml.AliasNode || x.Anchor != "" {
-			plain = false
-		}
-		x.Line += line - 1
-	})
+	plain := true
+	for _, n := range seq.Content {
+		walk(n, func(x *yaml.Node) {
+			if x.Kind == yaml.AliasNode || x.Anchor != "" {
+				plain = false
+			}
+			x.Line += line - 1
+		})
+	}
 	if !plain {
 		return nil
 	}
-	return n
+	return seq.Content
 }
 
 // splitJobs finds the "jobs:" line and its entries by their lines; ok
