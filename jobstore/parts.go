@@ -118,8 +118,12 @@ type partPlan struct {
 // planParts groups jobs by shard (in shard, then name order, through an
 // index: jobs stay where they are) and encodes every group; a group that
 // encodes to the part prev names for its shard is named again, the others
-// are written at version.
-func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
+// are written at version. asIs[i] (nil: none) says jobs[i] is stored in
+// prev's set exactly so (withSince): a group of only such jobs, as many as
+// prev's part of its shard holds, is that part, and is named again without
+// being encoded. A one-job edit of a million jobs encodes one part, not
+// every job.
+func planParts(ks keyspace.Space, jobs []config.Job, asIs []bool, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
 	// Sorted by small keys: a copy of a million jobs in order would be
 	// hundreds of megabytes.
 	type key struct {
@@ -147,6 +151,11 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 			hi++
 		}
 		group := keys[lo:hi]
+		if o, ok := old[s]; ok && o.Jobs == len(group) && asIs != nil && allAsIs(group, func(k key) bool { return asIs[k.i] }) {
+			plan.parts = append(plan.parts, o)
+			lo = hi
+			continue
+		}
 		enc, err := encodeJobs(len(group), func(k int) *config.Job { return &jobs[group[k].i] }, chunkBytes, 2, false)
 		if err != nil {
 			return partPlan{}, err
@@ -170,6 +179,16 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		lo = hi
 	}
 	return plan, nil
+}
+
+// allAsIs reports whether f holds for every element of group.
+func allAsIs[K any](group []K, f func(K) bool) bool {
+	for _, k := range group {
+		if !f(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // partCache is what a watcher keeps of the parts it read, by shard.
