@@ -306,7 +306,7 @@ func TestWritesRetryAtOnceWhenTheStoreAnswersAgain(t *testing.T) {
 		h := newHarness(t, nil, a, b)
 		defer h.stop()
 		healed := t0.Add(6650 * time.Millisecond) // just after a's try at 6.59 s
-		landed := map[string]time.Time{} // each job's first write landed after the heal
+		landed := map[string]time.Time{}          // each job's first write landed after the heal
 		h.store.inject = func(w Write) (error, bool) {
 			now := time.Now()
 			if w.Job == a.Name && !now.Before(t0.Add(1500*time.Millisecond)) && now.Before(healed) {
