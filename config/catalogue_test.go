@@ -82,18 +82,20 @@ func TestBadFileCauses(t *testing.T) {
 	}
 }
 
-// TestHugeFile: past MaxFileSize the file is refused before parsing, read
-// through LoadJobs (which reads no more than the limit) or given as bytes.
+// TestHugeFile: past the size limit the file is refused before parsing,
+// read through LoadJobs (which reads no more than the limit) or given as
+// bytes. The limit is lowered to 1 MiB: MaxFileSize is 512 MiB.
 func TestHugeFile(t *testing.T) {
+	lowerLimit(t, &maxFileSize, 1<<20)
 	line := "  - {name: same, schedule: \"@hourly\", http: {url: \"http://sink.internal/x\"}, timeout: 5s}\n"
 	var b bytes.Buffer
 	b.WriteString("jobs:\n")
-	b.WriteString(strings.Repeat(line, MaxFileSize/len(line)+1))
+	b.WriteString(strings.Repeat(line, maxFileSize/len(line)+1))
 	path := filepath.Join(t.TempDir(), "huge.yaml")
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := path + ": the file is larger than the limit of 67108864 bytes (64 MiB)"
+	want := path + ": the file is larger than the limit of 1048576 bytes (1 MiB)"
 	if _, err := LoadJobs(path); err == nil || err.Error() != want {
 		t.Fatalf("LoadJobs = %v, want %q", err, want)
 	}
@@ -102,25 +104,39 @@ func TestHugeFile(t *testing.T) {
 	}
 }
 
-// TestJobCountLimit: MaxJobs jobs parse (the apply at 100,000 jobs must
-// pass); one more is refused with the count and the limit.
+// lowerLimit sets *limit to v for the test.
+func lowerLimit(t *testing.T, limit *int, v int) {
+	old := *limit
+	*limit = v
+	t.Cleanup(func() { *limit = old })
+}
+
+// TestJobCountLimit: as many jobs as the limit parse; one more is refused
+// with the count and the limit. The parse at the limit runs at 10,000 (a
+// million jobs are BenchmarkParseJobs's); the refusal at MaxJobs itself.
 func TestJobCountLimit(t *testing.T) {
+	// The count is checked before any job is looked at: the entries of an
+	// oversized list need not even be jobs.
+	_, err := ParseJobs("over.yaml", []byte("jobs:\n"+strings.Repeat("- x\n", MaxJobs+1)))
+	if want := `over.yaml:1: field "jobs": 1000001 jobs, more than the limit of 1000000`; err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	lowerLimit(t, &maxJobs, 10_000)
 	var b bytes.Buffer
 	b.WriteString("jobs:\n")
-	for i := range MaxJobs {
+	for i := range maxJobs {
 		fmt.Fprintf(&b, "- {name: job-%06d, schedule: \"%d * * * * *\", timezone: Europe/Berlin, func: f}\n", i, i%60)
 	}
 	jobs, err := ParseJobs("max.yaml", b.Bytes())
 	if err != nil {
-		t.Fatalf("%d jobs: %v", MaxJobs, err)
+		t.Fatalf("%d jobs: %v", maxJobs, err)
 	}
-	if len(jobs) != MaxJobs || jobs[MaxJobs-1].Name != "job-099999" || jobs[0].Timeout.D() != DefaultTimeout {
+	if len(jobs) != maxJobs || jobs[maxJobs-1].Name != "job-009999" || jobs[0].Timeout.D() != DefaultTimeout {
 		t.Fatalf("got %d jobs, last %q", len(jobs), jobs[len(jobs)-1].Name)
 	}
-	// The count is checked before any job is looked at: the entries of an
-	// oversized list need not even be jobs.
-	_, err = ParseJobs("over.yaml", []byte("jobs:\n"+strings.Repeat("- x\n", MaxJobs+1)))
-	if want := `over.yaml:1: field "jobs": 100001 jobs, more than the limit of 100000`; err == nil || err.Error() != want {
+	fmt.Fprintf(&b, "- {name: job-%06d, schedule: \"@hourly\", func: f}\n", maxJobs)
+	_, err = ParseJobs("over.yaml", b.Bytes())
+	if want := `over.yaml:1: field "jobs": 10001 jobs, more than the limit of 10000`; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 }

@@ -20,8 +20,8 @@ var (
 	ErrVariableSyntax = errors.New("config: bad variable reference")
 )
 
-// MaxErrors bounds how many problems one parse reports; a 100,000-job file
-// with the same mistake everywhere would otherwise print 100,000 lines.
+// MaxErrors bounds how many problems one parse reports; a 1,000,000-job file
+// with the same mistake everywhere would otherwise print a million lines.
 const MaxErrors = 1000
 
 // Error is one problem, located as precisely as the input allows:

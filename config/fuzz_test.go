@@ -7,10 +7,11 @@ import (
 )
 
 // FuzzParseJobs: ParseJobs never panics; it returns jobs or an error, never
-// both; every error line names the file; and a file it accepts exports
-// (MarshalJobs) to one that parses to the same jobs. The seed corpus is
-// testdata/fuzz/FuzzParseJobs plus every file of testdata/good and
-// testdata/bad; explore with
+// both; every error line names the file; a file read a job at a time
+// (parseSplit) gives what the whole file's tree gives; and a file it
+// accepts exports (MarshalJobs) to one that parses to the same jobs. The
+// seed corpus is testdata/fuzz/FuzzParseJobs plus every file of
+// testdata/good and testdata/bad and splitCases; explore with
 // `go test -run '^$' -fuzz FuzzParseJobs -fuzztime 60s -fuzzminimizetime 3s ./config`.
 func FuzzParseJobs(f *testing.F) {
 	for _, dir := range []string{"testdata/good", "testdata/bad"} {
@@ -18,7 +19,11 @@ func FuzzParseJobs(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	for _, c := range splitCases {
+		f.Add([]byte(c))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		compareSplit(t, data)
 		jobs, err := ParseJobs("f.yaml", data)
 		if err != nil {
 			if jobs != nil {

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"fmt"
+	"errors"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -10,13 +10,20 @@ import (
 // Limits of a jobs file. Past each, parsing fails with a message naming it.
 const (
 	// MaxJobs is the most jobs one file (and one cluster) holds.
-	MaxJobs = 100_000
+	MaxJobs = 1_000_000
 	// MaxUnits is the most units one file (and one cluster) holds: each
-	// job without items is one, each item of a sharded job another. Every
-	// replica holds every unit's schedule (about 0.5 KiB each).
-	MaxUnits = 200_000
+	// job without items is one, each item of a sharded job another. A
+	// replica holds the schedule of every unit of its shards.
+	MaxUnits = 2_000_000
 	// MaxNameLen is the longest job name, in bytes.
 	MaxNameLen = 128
+)
+
+// maxJobs and maxFileSize are MaxJobs and MaxFileSize; tests lower them to
+// reach the limits without files of hundreds of megabytes.
+var (
+	maxJobs     = MaxJobs
+	maxFileSize = MaxFileSize
 )
 
 var (
@@ -31,7 +38,8 @@ type JobsOptions struct {
 	// HasFunc reports whether the program has an in-process function
 	// registered under name; a func: job naming another is an error (it
 	// would fail every run). Nil accepts every name: a program that embeds
-	// shardcron may read files meant for other programs.
+	// shardcron may read files meant for other programs. It may be called
+	// from several goroutines at once: entries are checked in parallel.
 	HasFunc func(name string) bool
 }
 
@@ -40,7 +48,7 @@ func LoadJobs(path string) ([]Job, error) { return LoadJobsWith(path, JobsOption
 
 // LoadJobsWith is LoadJobs with options.
 func LoadJobsWith(path string, o JobsOptions) ([]Job, error) {
-	data, err := readFile(path)
+	data, err := readFile(path, maxFileSize)
 	if err != nil {
 		return nil, fileError(path, err)
 	}
@@ -57,8 +65,54 @@ func ParseJobs(filename string, data []byte) ([]Job, error) {
 
 // ParseJobsWith is ParseJobs with options.
 func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
+	r, err := parseJobs(filename, data, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.jobs, nil
+}
+
+// CheckJobsWith parses and checks a jobs file as ParseJobsWith does, but
+// keeps no job: it hands each job that passes its own checks to each (when
+// not nil) as it is read, and returns how many there are. What validate
+// needs, without holding a million jobs. each sees the jobs of a file that
+// may yet turn out invalid; the error says so at the end.
+func CheckJobsWith(filename string, data []byte, o JobsOptions, each func(*Job)) (int, error) {
+	if each == nil {
+		each = func(*Job) {}
+	}
+	r, err := parseJobs(filename, data, o, each)
+	if err != nil {
+		return 0, err
+	}
+	return r.count, nil
+}
+
+// CheckJobsFile is CheckJobsWith of the file at path.
+func CheckJobsFile(path string, o JobsOptions, each func(*Job)) (int, error) {
+	data, err := readFile(path, maxFileSize)
+	if err != nil {
+		return 0, fileError(path, err)
+	}
+	return CheckJobsWith(path, data, o, each)
+}
+
+// parseJobs reads the file a job at a time if it can, else whole.
+func parseJobs(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
+	r, err := parseSplit(filename, data, o, each)
+	if errors.Is(err, errNotSplit) {
+		return parseWhole(filename, data, o, each)
+	}
+	return r, err
+}
+
+// parseWhole parses data as one yaml.Node tree: every file, exactly, but a
+// tree of a million jobs takes gigabytes. parseSplit reads the usual files
+// a job at a time and leaves the others, and every file with a YAML
+// problem, to it.
+func parseWhole(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
 	c := &collector{file: filename}
-	root := parseDoc(c, data)
+	root := parseDoc(c, data, maxFileSize)
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
@@ -74,53 +128,12 @@ func ParseJobsWith(filename string, data []byte, o JobsOptions) ([]Job, error) {
 	if len(c.errs) > 0 {
 		return nil, c.err()
 	}
-
-	jobs := make([]Job, 0, len(items))
-	names := make(map[string]int, len(items))
-	units := 0
+	r := newJobReader(c, o, defs, len(items), each)
 	for i, n := range items {
-		items[i] = nil // let the decoded subtree go: a 100,000-job tree is large
-		j, d := decodeJob(n)
-		label := fmt.Sprintf("#%d", i+1)
-		if j.Name != "" {
-			label = fmt.Sprintf("%q", j.Name)
-		}
-		if n.Kind == yaml.MappingNode {
-			j.SetDefaults()
-			validateJob(&j, func(field, msg string, cause error) {
-				if !d.failedUnder(field) {
-					d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: msg, Err: cause})
-				}
-			})
-			if j.Notify == nil {
-				j.Notify = defs.Notify.clone() // checked once, as defaults.notify
-			}
-			if j.Func != "" && o.HasFunc != nil && !o.HasFunc(j.Func) && !d.failedUnder("func") {
-				d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "func", n.Line), Field: "func", Msg: fmt.Sprintf("%q is not a function of this program: the shardcron binary registers none (func: is for programs that embed shardcron); use http or exec", j.Func)})
-			}
-		}
-		if units += max(1, j.ItemCount()); units > MaxUnits && units-max(1, j.ItemCount()) <= MaxUnits {
-			field := "items"
-			if len(j.ItemNames) > 0 {
-				field = "item_names"
-			}
-			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, field, n.Line), Field: field, Msg: fmt.Sprintf("with this job's items the file has %d units (jobs plus items), more than the limit of %d", units, MaxUnits)})
-		}
-		if first, dup := names[j.Name]; dup && j.Name != "" {
-			d.errs = append(d.errs, &Error{Line: lineOf(d.lines, "name", n.Line), Field: "name", Msg: fmt.Sprintf("duplicate job name (first at line %d)", first)})
-		} else if j.Name != "" {
-			names[j.Name] = lineOf(d.lines, "name", n.Line)
-		}
-		for _, e := range d.errs {
-			e.Job = label
-			c.add(e)
-		}
-		jobs = append(jobs, j)
+		items[i] = nil // let the decoded subtree go: a 1,000,000-job tree is large
+		r.add(n)
 	}
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	return jobs, nil
+	return r.result()
 }
 
 // parseTop reads the file's top mapping: the jobs list (its items, not yet
@@ -145,8 +158,8 @@ func parseTop(c *collector, root *yaml.Node) ([]*yaml.Node, *Defaults) {
 			return
 		}
 		items = v.Content
-		if len(items) > MaxJobs {
-			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), MaxJobs)
+		if len(items) > maxJobs {
+			top.errorf(k, "jobs", "%d jobs, more than the limit of %d", len(items), maxJobs)
 			items = nil
 		}
 	})

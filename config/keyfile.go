@@ -7,20 +7,21 @@ import (
 )
 
 // DecodeFile reads a strict YAML file of settings: one mapping whose keys
-// are in known. It makes the jobs file's checks (size, UTF-8, tabs,
-// duplicate keys, anchors and aliases) and calls set with each key, the line
-// it is on and its value; a key outside known is reported with the nearest
-// known key as a suggestion. An empty file sets nothing.
+// are in known. It makes the jobs file's checks (size, though at most
+// MaxSettingsFileSize; UTF-8, tabs, duplicate keys, anchors and aliases)
+// and calls set with each key, the line it is on and its value; a key
+// outside known is reported with the nearest known key as a suggestion. An
+// empty file sets nothing.
 //
 // A file that cannot be read is one *Error naming only the file; every other
 // problem comes back in Errors naming file, line and field (the key).
 func DecodeFile(path string, known []string, set func(key string, line int, v Value)) error {
-	data, err := readFile(path)
+	data, err := readFile(path, MaxSettingsFileSize)
 	if err != nil {
 		return fileError(path, err)
 	}
 	c := &collector{file: path}
-	root := parseDoc(c, data)
+	root := parseDoc(c, data, MaxSettingsFileSize)
 	if len(c.errs) > 0 || root == nil {
 		return c.err()
 	}

@@ -12,9 +12,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxFileSize bounds a jobs or settings file: 100,000 jobs of a few hundred
-// bytes each fit with room to spare.
-const MaxFileSize = 64 << 20
+// MaxFileSize bounds a jobs file: MaxJobs jobs of a few hundred bytes each
+// (bench/jobsgen's take about 185) fit with room to spare.
+const MaxFileSize = 512 << 20
+
+// MaxSettingsFileSize bounds a settings file (DecodeFile), which is parsed
+// whole: a few keys, never near this.
+const MaxSettingsFileSize = 64 << 20
 
 // fileError reports a file that could not be read, without repeating its
 // name ("jobs.yaml: no such file or directory").
@@ -27,18 +31,18 @@ func fileError(path string, err error) *Error {
 	return &Error{File: path, Msg: msg, Err: err}
 }
 
-// readFile reads at most MaxFileSize+1 bytes of path, so that a huge or
-// endless file (a FIFO, /dev/zero) is refused without filling memory.
-func readFile(path string) ([]byte, error) {
+// readFile reads at most limit+1 bytes of path, so that a huge or endless
+// file (a FIFO, /dev/zero) is refused without filling memory.
+func readFile(path string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	return io.ReadAll(io.LimitReader(f, int64(limit)+1))
 }
 
-// parseDoc checks data before and while parsing it into a yaml.Node tree and
+// parseDoc checks data (at most limit bytes) before and while parsing it into a yaml.Node tree and
 // returns the root node (nil for an empty document). Each check reports
 // every place it applies to; a failed check stops the parse, since the tree
 // would be missing or misleading.
@@ -47,9 +51,9 @@ func readFile(path string) ([]byte, error) {
 // and expanding them is how a small file becomes an exponentially large one
 // (a "billion laughs"). The tree yaml.v3 builds keeps aliases as references,
 // so the refusal happens before anything is expanded.
-func parseDoc(c *collector, data []byte) *yaml.Node {
-	if len(data) > MaxFileSize {
-		c.addf(0, "", "the file is larger than the limit of %d bytes (%d MiB)", MaxFileSize, MaxFileSize>>20)
+func parseDoc(c *collector, data []byte, limit int) *yaml.Node {
+	if len(data) > limit {
+		c.addf(0, "", "the file is larger than the limit of %d bytes (%d MiB)", limit, limit>>20)
 		return nil
 	}
 	if !utf8.Valid(data) {

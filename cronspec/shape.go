@@ -167,12 +167,19 @@ func (j jittered) nominal(f time.Time) (time.Time, bool) {
 // every owner names a jittered run alike. A time that is no fire of s
 // (a manual tick) comes back unchanged.
 func Nominal(s Schedule, f time.Time) time.Time {
+	n, _ := NominalOf(s, f)
+	return n
+}
+
+// NominalOf is Nominal, and whether f is a fire of s at all.
+func NominalOf(s Schedule, f time.Time) (time.Time, bool) {
 	if j, ok := s.(jittered); ok {
 		if n, ok := j.nominal(f); ok {
-			return n
+			return n, true
 		}
+		return f, false
 	}
-	return f
+	return f, s.Next(f.Add(-time.Nanosecond)).Equal(f)
 }
 
 // MinGap returns the shortest gap between two consecutive ticks of s

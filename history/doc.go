@@ -55,7 +55,8 @@
 //
 // Failure model. History is best effort within its bounds: an owner that
 // dies loses the entries it had not flushed yet (at most one flush
-// period, scheduler.DefaultHistoryFlush), and a write whose outcome is
+// period, scheduler.DefaultHistoryFlush, and the scheduler's waits for the
+// middle of a second and the end of a burst), and a write whose outcome is
 // unknown may leave its segment or not (the Writer forgets what it knew
 // of the job and learns its segments again from etcd). A segment that
 // does not decode is left out of what Read returns and reported to the

@@ -212,7 +212,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if err != nil {
 		return Result{}, err
 	}
-	diff := DiffJobs(cur.Jobs, jobs)
+	diff, same := diffJobs(cur.Jobs, jobs)
 	if diff.Suspended, err = keptSuspended(ctx, cli, ks, p.readRev, cur.Jobs, jobs); err != nil {
 		return Result{}, err
 	}
@@ -223,7 +223,8 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{Version: cur.Version, Diff: diff}, nil
 	}
 
-	next := withSince(cur.Jobs, jobs, opts.Now())
+	next, asIs := withSince(cur.Jobs, jobs, opts.Now(), same)
+	cur.Jobs, same = nil, nil // free to collect while the new set is encoded: at a million jobs, hundreds of megabytes
 	// The version is the revision of a write made after reading the
 	// pointer: unique, and larger than every version flipped before that
 	// read, which is what lets garbage collection delete every lower one.
@@ -232,7 +233,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, fmt.Errorf("jobstore: reserve a version: %w", err)
 	}
 	version := seq.Header.Revision
-	np, res, err := writeVersion(ctx, cli, ks, next, version, p, opts)
+	np, res, err := writeVersion(ctx, cli, ks, next, asIs, version, p, opts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -270,26 +271,24 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 }
 
 // writeVersion writes the chunks of version holding next, in format 2 when
-// opts.Shards is set (only the parts that differ from those of prev),
-// else in format 1, and returns its pointer (to flip to) and what it wrote.
-func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job, version int64, prev pointer, opts ApplyOptions) (pointer, Result, error) {
+// opts.Shards is set (only the parts that differ from those of prev; asIs
+// as planParts takes it), else in format 1, and returns its pointer (to
+// flip to) and what it wrote.
+func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job, asIs []bool, version int64, prev pointer, opts ApplyOptions) (pointer, Result, error) {
 	var (
 		np     pointer
 		res    Result
 		writes []kv
 	)
 	if opts.Shards > 0 {
-		plan, err := planParts(ks, next, opts.Shards, opts.ChunkBytes, version, prev)
+		plan, err := planParts(ks, next, asIs, opts.Shards, opts.ChunkBytes, version, prev)
 		if err != nil {
 			return pointer{}, Result{}, err
 		}
 		np, writes = partsPointer(version, opts.Shards, plan.parts), plan.write
 		res = Result{Format: 2, Parts: plan.written, Chunks: plan.chunks, Bytes: plan.bytes}
 	} else {
-		enc, err := encodeSet(next, opts.ChunkBytes, 1)
-		if err == nil {
-			err = enc.compress()
-		}
+		enc, err := encodeJobs(len(next), func(i int) *config.Job { return &next[i] }, opts.ChunkBytes, 1, true)
 		if err != nil {
 			return pointer{}, Result{}, err
 		}

@@ -77,38 +77,37 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 
 // BenchmarkApplyOneEdit measures the common change, one job's schedule, on
 // a set of n jobs, in format 1 (every chunk rewritten) and in format 2 with
-// 1,024 shards (the edited shard's part and the pointer). Reported besides
-// time: the bytes the apply put into etcd, the changed chunks plus the
-// pointer.
+// 1,024 shards (the edited shard's part and the pointer); at a million
+// jobs (config.MaxJobs) in format 2 only. Reported besides time: the bytes
+// the apply put into etcd, the changed chunks plus the pointer.
 func BenchmarkApplyOneEdit(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		for _, shards := range []int{0, 1024} {
-			b.Run(fmt.Sprintf("jobs=%d/format=%d", n, min(shards, 1)+1), func(b *testing.B) {
-				s := etcdtest.Start(b)
-				cli := s.Client(b)
-				ks := keyspace.New("bench")
-				set := jobs(0, n, 0)
-				opts := ApplyOptions{Shards: shards}
-				mustApply(b, cli, ks, set, opts)
-				var put int64
-				i := 0
-				for b.Loop() {
-					i++
-					b.StopTimer()
-					set[i%n].Schedule = fmt.Sprintf("%d * * * * *", i%60)
-					next := append([]config.Job(nil), set...)
-					b.StartTimer()
-					r := mustApply(b, cli, ks, next, opts)
-					b.StopTimer()
-					resp, err := cli.Get(testCtx(b, 10*time.Second), ks.JobsCurrent())
-					if err != nil || !r.Applied {
-						b.Fatalf("edit %d: applied %v, %v", i, r.Applied, err)
-					}
-					put = r.Bytes + int64(len(resp.Kvs[0].Value))
-					b.StartTimer()
+	type bench struct{ n, shards int }
+	for _, c := range []bench{{10_000, 0}, {10_000, 1024}, {100_000, 0}, {100_000, 1024}, {config.MaxJobs, 1024}} {
+		b.Run(fmt.Sprintf("jobs=%d/format=%d", c.n, min(c.shards, 1)+1), func(b *testing.B) {
+			s := etcdtest.Start(b)
+			cli := s.Client(b)
+			ks := keyspace.New("bench")
+			set := jobs(0, c.n, 0)
+			opts := ApplyOptions{Shards: c.shards}
+			mustApply(b, cli, ks, set, opts)
+			var put int64
+			i := 0
+			for b.Loop() {
+				i++
+				b.StopTimer()
+				set[i%c.n].Schedule = fmt.Sprintf("%d * * * * *", i%60)
+				next := append([]config.Job(nil), set...)
+				b.StartTimer()
+				r := mustApply(b, cli, ks, next, opts)
+				b.StopTimer()
+				resp, err := cli.Get(testCtx(b, 10*time.Second), ks.JobsCurrent())
+				if err != nil || !r.Applied {
+					b.Fatalf("edit %d: applied %v, %v", i, r.Applied, err)
 				}
-				b.ReportMetric(float64(put), "put-B/op")
-			})
-		}
+				put = r.Bytes + int64(len(resp.Kvs[0].Value))
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(put), "put-B/op")
+		})
 	}
 }

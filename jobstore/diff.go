@@ -55,7 +55,15 @@ func (d Diff) String() string {
 
 // DiffJobs compares two job sets by name. Each set must have unique names.
 func DiffJobs(current, next []config.Job) Diff {
+	d, _ := diffJobs(current, next)
+	return d
+}
+
+// diffJobs is DiffJobs that also says, for each job of next, whether
+// current holds it with the same definition.
+func diffJobs(current, next []config.Job) (Diff, []bool) {
 	var d Diff
+	same := make([]bool, len(next))
 	cur := make(map[string]int, len(current))
 	for i := range current {
 		cur[current[i].Name] = i
@@ -72,6 +80,7 @@ func DiffJobs(current, next []config.Job) Diff {
 			d.Changed = append(d.Changed, name)
 		default:
 			d.Unchanged++
+			same[i] = true
 		}
 	}
 	for i := range current {
@@ -82,7 +91,7 @@ func DiffJobs(current, next []config.Job) Diff {
 	sort.Strings(d.Added)
 	sort.Strings(d.Removed)
 	sort.Strings(d.Changed)
-	return d
+	return d, same
 }
 
 // sameSpec reports whether two jobs have the same definition. Deep

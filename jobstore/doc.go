@@ -30,7 +30,7 @@
 // # Formats and upgrades
 //
 // Format 2 makes an apply cost what changed: a one-job edit writes one
-// part and the pointer. Apply writes it only when its caller passes the
+// part and the pointer, and encodes only that part's jobs (planParts). Apply writes it only when its caller passes the
 // shard count (ApplyOptions.Shards), which `shardcron apply` does when
 // every member key says it reads format 2; otherwise format 1. A replica of
 // an earlier release reads only format 1 and refuses a format 2 pointer

@@ -74,7 +74,7 @@ func decodePointer(v []byte) (pointer, error) {
 // encoded is a job set ready to be written: its compressed chunks and the
 // pointer fields that describe them.
 type encoded struct {
-	raw    [][]byte // uncompressed, until compress
+	raw    [][]byte // uncompressed, until compress (never, when eager)
 	chunks [][]byte
 	digest string // digestString of the uncompressed chunks
 	short  string // partDigest of the same
@@ -87,45 +87,63 @@ type encoded struct {
 // replica of an earlier release reads it. The chunks stay uncompressed
 // until compress: a part whose digest shows it unchanged never is.
 func encodeSet(jobs []config.Job, chunkBytes, format int) (encoded, error) {
+	return encodeJobs(len(jobs), func(i int) *config.Job { return &jobs[i] }, chunkBytes, format, false)
+}
+
+// encodeJobs is encodeSet of the n jobs at gives, in that order, without a
+// slice of them. With eager it compresses each chunk as soon as it is full
+// and keeps none uncompressed: a format 1 set is written whole anyway, and
+// a million jobs are hundreds of megabytes of JSON.
+func encodeJobs(n int, at func(int) *config.Job, chunkBytes, format int, eager bool) (encoded, error) {
 	var (
-		out  encoded
-		sum  = sha256.New()
-		buf  bytes.Buffer
-		n    int
-		head = []byte(fmt.Sprintf(`{"format":%d,"jobs":[`, format))
-		tail = []byte(`]}`)
+		out   encoded
+		sum   = sha256.New()
+		buf   bytes.Buffer
+		inBuf int
+		head  = []byte(fmt.Sprintf(`{"format":%d,"jobs":[`, format))
+		tail  = []byte(`]}`)
 	)
 	flush := func() error {
-		if n == 0 {
+		if inBuf == 0 {
 			return nil
 		}
 		buf.Write(tail)
 		sum.Write(buf.Bytes())
-		out.raw = append(out.raw, bytes.Clone(buf.Bytes()))
+		if eager {
+			z, err := compress(buf.Bytes())
+			if err != nil {
+				return err
+			}
+			out.chunks = append(out.chunks, z)
+			out.bytes += int64(len(z))
+		} else {
+			out.raw = append(out.raw, bytes.Clone(buf.Bytes()))
+		}
 		buf.Reset()
-		n = 0
+		inBuf = 0
 		return nil
 	}
-	for i := range jobs {
-		b, err := json.Marshal(&jobs[i])
+	for i := range n {
+		j := at(i)
+		b, err := json.Marshal(j)
 		if err != nil {
-			return encoded{}, fmt.Errorf("jobstore: encode job %q: %w", jobs[i].Name, err)
+			return encoded{}, fmt.Errorf("jobstore: encode job %q: %w", j.Name, err)
 		}
 		if len(head)+len(b)+len(tail) > chunkBytes {
-			return encoded{}, fmt.Errorf("%w: job %q encodes to %d bytes, the limit is %d", ErrTooLarge, jobs[i].Name, len(b), chunkBytes-len(head)-len(tail))
+			return encoded{}, fmt.Errorf("%w: job %q encodes to %d bytes, the limit is %d", ErrTooLarge, j.Name, len(b), chunkBytes-len(head)-len(tail))
 		}
-		if n > 0 && buf.Len()+1+len(b)+len(tail) > chunkBytes {
+		if inBuf > 0 && buf.Len()+1+len(b)+len(tail) > chunkBytes {
 			if err := flush(); err != nil {
 				return encoded{}, err
 			}
 		}
-		if n == 0 {
+		if inBuf == 0 {
 			buf.Write(head)
 		} else {
 			buf.WriteByte(',')
 		}
 		buf.Write(b)
-		n++
+		inBuf++
 	}
 	if err := flush(); err != nil {
 		return encoded{}, err

@@ -116,11 +116,17 @@ type partPlan struct {
 	bytes   int64 // their stored bytes
 }
 
-// planParts groups jobs by shard (sorting them in place by shard, then
-// name) and encodes every group; a group that encodes to the part prev
-// names for its shard is named again, the others are written at version.
-func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
-	// Sorted by small keys, then moved once: jobs are large structs.
+// planParts groups jobs by shard (in shard, then name order, through an
+// index: jobs stay where they are) and encodes every group; a group that
+// encodes to the part prev names for its shard is named again, the others
+// are written at version. asIs[i] (nil: none) says jobs[i] is stored in
+// prev's set exactly so (withSince): a group of only such jobs, as many as
+// prev's part of its shard holds, is that part, and is named again without
+// being encoded. A one-job edit of a million jobs encodes one part, not
+// every job.
+func planParts(ks keyspace.Space, jobs []config.Job, asIs []bool, shards, chunkBytes int, version int64, prev pointer) (partPlan, error) {
+	// Sorted by small keys: a copy of a million jobs in order would be
+	// hundreds of megabytes.
 	type key struct {
 		shard int
 		name  string
@@ -131,11 +137,6 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		keys[i] = key{keyspace.ShardOf(jobs[i].Name, shards), jobs[i].Name, i}
 	}
 	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.shard, b.shard), strings.Compare(a.name, b.name)) })
-	sorted := make([]config.Job, len(jobs))
-	for k, x := range keys {
-		sorted[k] = jobs[x.i]
-	}
-	copy(jobs, sorted)
 	shardOf := func(k int) int { return keys[k].shard }
 	old := map[int]partRef{}
 	if prev.Format >= 2 && prev.Shards == shards {
@@ -150,7 +151,13 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		for hi < len(jobs) && shardOf(hi) == s {
 			hi++
 		}
-		enc, err := encodeSet(jobs[lo:hi], chunkBytes, 2)
+		group := keys[lo:hi]
+		if o, ok := old[s]; ok && o.Jobs == len(group) && asIs != nil && allAsIs(group, func(k key) bool { return asIs[k.i] }) {
+			plan.parts = append(plan.parts, o)
+			lo = hi
+			continue
+		}
+		enc, err := encodeJobs(len(group), func(k int) *config.Job { return &jobs[group[k].i] }, chunkBytes, 2, false)
 		if err != nil {
 			return partPlan{}, err
 		}
@@ -173,6 +180,16 @@ func planParts(ks keyspace.Space, jobs []config.Job, shards, chunkBytes int, ver
 		lo = hi
 	}
 	return plan, nil
+}
+
+// allAsIs reports whether f holds for every element of group.
+func allAsIs[K any](group []K, f func(K) bool) bool {
+	for _, k := range group {
+		if !f(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // partCache is what a watcher keeps of the parts it read, by shard: with

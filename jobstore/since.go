@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"maps"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -8,14 +9,18 @@ import (
 
 // withSince copies next, giving each job the Since of the job of the same
 // name in current, or now for a job that is new, and its Resumed: now when
-// the job goes from suspended to not suspended, current's otherwise.
-func withSince(current, next []config.Job, now time.Time) []config.Job {
+// the job goes from suspended to not suspended, current's otherwise. Given
+// same (diffJobs: current holds next[i] with the same definition), it also
+// reports which jobs it stamped exactly as current stores them: the same
+// definition, Since, Resumed and ItemsAdded.
+func withSince(current, next []config.Job, now time.Time, same []bool) ([]config.Job, []bool) {
 	prev := make(map[string]*config.Job, len(current))
 	for i := range current {
 		prev[current[i].Name] = &current[i]
 	}
 	now = now.UTC().Round(0)
 	out := make([]config.Job, len(next))
+	asIs := make([]bool, len(next))
 	for i := range next {
 		out[i] = next[i]
 		out[i].Since, out[i].Resumed = now, time.Time{}
@@ -31,6 +36,8 @@ func withSince(current, next []config.Job, now time.Time) []config.Job {
 			out[i].Resumed = now
 		}
 		out[i].ItemsAdded = next[i].ItemsAddedAfter(p, now)
+		asIs[i] = same != nil && same[i] && !p.Since.IsZero() && out[i].Resumed.Equal(p.Resumed) &&
+			maps.EqualFunc(out[i].ItemsAdded, p.ItemsAdded, time.Time.Equal)
 	}
-	return out
+	return out, asIs
 }

@@ -68,6 +68,14 @@ func TestConnLimit(t *testing.T) {
 	if !closed(silent[0]) {
 		t.Error("the silent connection idle longest was not closed")
 	}
+	// The client reads the answer before the server marks its connection
+	// idle: until then it is busy, and would leave no room below.
+	for deadline := time.Now().Add(5 * time.Second); busyConns(conns) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the answered connection never went idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	// Every connection busy: the next is closed unanswered.
 	for range max {
 		c := dial()
@@ -86,4 +94,17 @@ func TestConnLimit(t *testing.T) {
 		t.Errorf("refused connections counted: %v, want 1", n)
 	}
 	close(release)
+}
+
+// busyConns counts l's connections serving a request.
+func busyConns(l *connLimit) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.conns {
+		if s.state == http.StateActive {
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -45,5 +46,36 @@ func BenchmarkExecRun(b *testing.B) {
 		if res := rn.Run(context.Background(), r); res.Status != scheduler.StatusSucceeded {
 			b.Fatal(res.Detail)
 		}
+	}
+}
+
+// BenchmarkHTTPFloorRequest sends the request the cluster benchmark's floor
+// sends (bench/floor: the identity headers on a plain transport), against
+// the same receiver as BenchmarkHTTPRun: the difference between the two is
+// what a run costs beyond the request itself.
+func BenchmarkHTTPFloorRequest(b *testing.B) {
+	rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer rc.Close()
+	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second}
+	tick := FormatTick(time.Unix(1_700_000_000, 0))
+	for b.Loop() {
+		req, err := http.NewRequest(http.MethodPost, rc.URL, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := req.Header
+		h.Set("User-Agent", "shardcron")
+		h.Set(HeaderCluster, "c")
+		h.Set(HeaderJob, "job")
+		h.Set(HeaderTick, tick)
+		h.Set(HeaderShard, "1")
+		h.Set(HeaderFencingToken, "1")
+		h.Set(HeaderNode, "n")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		_ = resp.Body.Close()
 	}
 }

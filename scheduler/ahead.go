@@ -43,6 +43,18 @@ func (a aheads) at(t time.Time) *aheadTick {
 
 func (a *aheads) add(t time.Time) { *a = append(*a, aheadTick{tick: t.UnixNano()}) }
 
+// before reports whether a tick before t is claimed ahead (and not yet
+// started or dropped).
+func (a aheads) before(t time.Time) bool {
+	n := t.UnixNano()
+	for i := range a {
+		if a[i].tick < n {
+			return true
+		}
+	}
+	return false
+}
+
 // drop forgets the tick claimed ahead at t, if any.
 func (a *aheads) drop(t time.Time) {
 	n := t.UnixNano()
@@ -245,7 +257,9 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 		// Claims go in order (open.go): the tick waits its turn, unclaimed,
 		// at its time; open from now, so no later tick is claimed ahead of it.
 		rec.addOpen(tick)
-		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: &waitTick{rec: rec, tickRef: tickRef{tick: tick, from: onTime}}})
+		w := &waitTick{rec: rec, tickRef: tickRef{tick: tick, from: onTime}}
+		s.openAhead[rec] = w
+		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: w})
 	default:
 		rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
 		rec.hi = tick
@@ -263,11 +277,52 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 // tickDue puts a due tick in line: one claimed ahead, or one in flight
 // under an older token that came due.
 func (s *Scheduler) tickDue(t timerEntry) {
-	if t.w != nil {
+	if t.w != nil && s.openAhead[t.rec] == t.w {
+		delete(s.openAhead, t.rec) // due unclaimed: it goes its way in line
+	}
+	if t.w != nil && t.w.from != claimedAhead { // claimOpenAhead turns some claimed ahead
 		s.enqueue(t.w)
 		return
 	}
 	if tick := t.tick(); t.rec.ahead.at(tick) != nil {
 		s.enqueue(&waitTick{rec: t.rec, tickRef: tickRef{tick: tick, from: claimedAhead}})
 	}
+}
+
+// claimOpenAhead claims ahead, after all, the tick claimAhead left open
+// for rec because an earlier tick was undecided, once every earlier tick
+// is decided and while the tick is still to come. Without it a job whose
+// tick waited for a run slot when its next claim was due (a burst longer
+// than the time from its tick to the next claim: with a one-second
+// horizon, any wait at all) would claim every later tick only when due,
+// one urgent write per tick holding a run slot for a round trip to etcd,
+// and stay that way for as long as its ticks wait: each fire then costs
+// two writes and a run slot's round trip, which deepens the very wait
+// that caused it. The claim is the one claimAhead would have made: same
+// write, same safe-deadline bound; the tick's timer is already armed.
+func (s *Scheduler) claimOpenAhead(rec *jobRec, now time.Time) {
+	w, ok := s.openAhead[rec]
+	if !ok {
+		return
+	}
+	tick := w.tick
+	if w.from != onTime || !tick.After(now) || !rec.isOpen(tick) {
+		delete(s.openAhead, rec) // decided meanwhile, or due: it goes its way in line
+		return
+	}
+	if !rec.firing() {
+		delete(s.openAhead, rec)
+		return
+	}
+	if rec.e.job.Suspend || !rec.decidedBefore(tick) || !tick.After(rec.hi) ||
+		tick.Sub(now) >= rec.sh.g.Deadline.Remaining() {
+		return
+	}
+	delete(s.openAhead, rec)
+	rec.closeOpen(tick)
+	w.from = claimedAhead
+	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
+	rec.hi = tick
+	rec.ahead.add(tick)
+	s.markDirty(rec, false)
 }

@@ -36,7 +36,8 @@ type Config struct {
 	HistoryLen int
 	// HistoryFlush is how often run history is handed to the Store's
 	// History (default DefaultHistoryFlush, 2 s): what an owner killed at
-	// the worst moment loses of it.
+	// the worst moment loses of it, with the wait for the middle of a
+	// second and for a burst's line of due ticks to empty (history.go).
 	HistoryFlush time.Duration
 	// ClaimAhead is how long before its tick a tick is claimed (default
 	// DefaultClaimAhead, 1 s). The scheduler raises it to four times the

@@ -96,6 +96,9 @@ func (s *Scheduler) dispatch(now time.Time) {
 		switch s.try(w, now) {
 		case decided:
 			s.settled(w)
+			if len(s.openAhead) > 0 {
+				s.claimOpenAhead(w.rec, now)
+			}
 		case held:
 			s.hold(w)
 		case noSlot:
@@ -168,9 +171,10 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 		// came due during it); resuming starts from the resume.
 		s.skipTick(w, "job suspended")
 		return decided, true
-	case w.man == nil && !job.Resumed.IsZero() && !w.tick.After(job.Resumed):
+	case w.man == nil && !job.Resumed.IsZero() && !rec.e.tickOf(w.tick).After(job.Resumed):
 		// Claimed (or handed over) before a suspension this owner did not
-		// see: no tick at or before the resume runs (config.Job.NotBefore).
+		// see: no tick at or before the resume runs (config.Job.NotBefore),
+		// a jittered one's fire after it or not.
 		s.skipTick(w, "job suspended")
 		return decided, true
 	case w.from == onTime && !w.tick.After(rec.hi):

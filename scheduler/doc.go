@@ -21,15 +21,20 @@
 //     write in between. A tick whose claim has not landed by then waits
 //     for it (late, not lost). Writes no run waits for (claims ahead,
 //     completions, skips) wait up to flushDelay to share a transaction;
-//     a flush is Commit calls of at most commitWrites, side by side.
+//     a flush is Commit calls of at most commitWrites, side by side. A
+//     claim ahead waits for its job's run (going, or of an earlier tick
+//     claimed ahead) so that both share one write (waitForRun); a tick
+//     left unclaimed behind an undecided one is claimed ahead once that
+//     one is decided before it comes due (claimOpenAhead).
 //   - A run starts only from a landed claim, and only while a run slot is
 //     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot
 //     is late, not lost, until its starting deadline. Waiting ticks sit in a
 //     time-ordered heap; at most maxWaitingPerJob ordinary ticks of a job
 //     wait, the ones past that are recorded as skipped.
 //   - The record carries only what catch-up needs; run history goes to the
-//     Store's History in batches (Config.HistoryFlush) and before a drain
-//     ends.
+//     Store's History in batches (Config.HistoryFlush, off the beat, after
+//     a burst's line of due ticks has emptied, at most maxHistHold later)
+//     and before a drain ends.
 //   - Right before every Store.Commit and every Runner.Run the scheduler
 //     checks, synchronously, that the Grant's safe deadline has time left and
 //     its Lost context is not done. It never relies on a timer having fired.

@@ -20,11 +20,11 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 
 // suspendedFor reports whether the landed claim o must not start: its job
 // is suspended, or was since o's tick came due (no tick at or before the
-// resume runs; config.Job.NotBefore). A manual tick is judged by the
-// suspension alone.
+// resume runs, a jittered one's fire after it or not; config.Job.NotBefore).
+// A manual tick is judged by the suspension alone.
 func (rec *jobRec) suspendedFor(o op) bool {
 	job := rec.e.job
-	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !o.tick.After(job.Resumed))
+	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !rec.e.tickOf(o.tick).After(job.Resumed))
 }
 
 // dropLanded records a landed due claim as skipped, never started: its

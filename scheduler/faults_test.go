@@ -289,3 +289,47 @@ func TestRunDeadlineEndsWithTheShard(t *testing.T) {
 		close(release)
 	})
 }
+
+// When the store answers again after an outage (a batch lands whole), a
+// write still waiting out its backoff is sent at once, not up to
+// retryMax later: a completion queued behind it would otherwise miss the
+// deadline of a session the outage left short, and its run repeat
+// (simulator, seed 15409: the completion was not durable 334 ms after the
+// run ended).
+func TestWritesRetryAtOnceWhenTheStoreAnswersAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		// a writes every second and fails from 1.5 s to the heal, backing
+		// off to a second between tries; b writes seldom, and its first
+		// write after the heal lands between a's tries.
+		a, b := jobIn(1, "a", "* * * * * *"), jobIn(1, "b", "*/7 * * * * *")
+		h := newHarness(t, nil, a, b)
+		defer h.stop()
+		healed := t0.Add(6650 * time.Millisecond) // just after a's try at 6.59 s
+		landed := map[string]time.Time{}          // each job's first write landed after the heal
+		h.store.inject = func(w Write) (error, bool) {
+			now := time.Now()
+			if w.Job == a.Name && !now.Before(t0.Add(1500*time.Millisecond)) && now.Before(healed) {
+				return ErrUnknown, false
+			}
+			if _, ok := landed[w.Job]; !ok && !now.Before(healed) {
+				landed[w.Job] = now
+			}
+			return nil, false
+		}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(healed.Add(3 * time.Second))
+		synctest.Wait()
+		h.store.mu.Lock()
+		la, lb := landed[a.Name], landed[b.Name]
+		h.store.mu.Unlock()
+		if la.IsZero() || lb.IsZero() {
+			t.Fatalf("writes after the heal: a at %v, b at %v; want both", la, lb)
+		}
+		if la.After(lb.Add(100 * time.Millisecond)) {
+			t.Errorf("after the heal b's write landed at %v and a's, waiting for a retry, only at %v: want it sent at once",
+				lb.Sub(t0), la.Sub(t0))
+		}
+	})
+}

@@ -1,10 +1,6 @@
 package scheduler
 
-import (
-	"time"
-
-	"github.com/shardcron/shardcron/cronspec"
-)
+import "time"
 
 // DefaultHistoryFlush is how often run history is handed to History: what
 // an owner killed at the worst moment loses of it.
@@ -13,9 +9,9 @@ const DefaultHistoryFlush = 2 * time.Second
 // addHistory keeps e for the next history flush.
 func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
 	// History names ticks as runs do: a jittered fire by its tick.
-	e.Tick = cronspec.Nominal(rec.e.sched, e.Tick)
+	e.Tick = rec.e.tickOf(e.Tick)
 	if !e.First.IsZero() {
-		e.First = cronspec.Nominal(rec.e.sched, e.First)
+		e.First = rec.e.tickOf(e.First)
 	}
 	rec.hist = append(rec.hist, e)
 	s.histPending(rec)
@@ -40,10 +36,38 @@ func (s *Scheduler) histPending(rec *jobRec) {
 // second or more apart). Cron ticks fall
 // on whole seconds, and runs start there in bursts; a history flush (a
 // segment per job with runs, JSON-encoded and written) then competes with
-// none of them. A killed owner loses at most HistoryFlush and half a
-// second of history.
+// none of them.
 func offBeat(t time.Time) time.Time {
 	return t.Truncate(time.Second).Add(time.Second / 2)
+}
+
+// maxHistHold bounds how long a due history flush waits for a burst to
+// end (histDue). A killed owner so loses at most HistoryFlush, half a
+// second and maxHistHold of history.
+const maxHistHold = time.Second
+
+// histDue reports whether the history flush is due at now. A burst that
+// outlasts half a second (thousands of runs due at one instant) would
+// still be under way at the off-beat instant: while due ticks wait for a
+// run slot the flush waits, up to maxHistHold, since its CPU and etcd's
+// for the segments would delay the burst's last runs. It is when the
+// flush happens at the latest otherwise.
+func (s *Scheduler) histDue(now time.Time) (due bool, at time.Time) {
+	if s.histAt.IsZero() {
+		return false, time.Time{}
+	}
+	if now.Before(s.histAt) {
+		return false, s.histAt
+	}
+	if last := s.histAt.Add(maxHistHold); s.lineWaiting(now) && now.Before(last) {
+		return false, last
+	}
+	return true, now
+}
+
+// lineWaiting reports whether a due tick waits in line (for a run slot).
+func (s *Scheduler) lineWaiting(now time.Time) bool {
+	return len(s.waiting) > 0 && !s.waiting[0].tick.After(now)
 }
 
 // historyDone is one AppendHistory call's outcome, for Run.

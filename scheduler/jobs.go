@@ -42,6 +42,10 @@ type jobEntry struct {
 	name  string
 	item  config.Item
 	sched cronspec.Schedule
+	// was holds the jittered schedules the job's latest edits replaced,
+	// newest first (at most keptScheds): fires they yielded (claimed ahead,
+	// waiting for a slot, a backlog) are named by their own tick (tickOf).
+	was   []cronspec.Schedule
 	shard int
 	// next caches the last computed next fire time (Unix nanoseconds; 0:
 	// none computed or none exists) for Jobs().
@@ -148,8 +152,44 @@ func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[sch
 		scheds[k] = sc
 	}
 	e := &jobEntry{job: uj, name: name, item: it, sched: sc, shard: keyspace.ShardOf(name, shards)}
+	if old := prev.lookup(name); old != nil && (old.job.Jitter > 0 || len(old.was) > 0) {
+		// Only a jittered schedule names a fire other than by its instant.
+		e.was = append([]cronspec.Schedule{old.sched}, old.was[:min(len(old.was), keptScheds-1)]...)
+	}
 	e.next.Store(unixNano(sc.Next(now)))
 	return e
+}
+
+// lookup returns the entry of unit name, nil without one (or a table).
+func (t *table) lookup(name string) *jobEntry {
+	if t == nil {
+		return nil
+	}
+	return t.byName[name]
+}
+
+// keptScheds bounds jobEntry.was: fires of a schedule replaced by more
+// edits than that while they waited are named as their instants.
+const keptScheds = 4
+
+// tickOf names fire f by its tick: the run's identity (Shardcron-Tick, the
+// idempotency key, history). A fire of a schedule an edit replaced is
+// named by that schedule, which yielded it; a time that is a fire of none
+// (a manual tick) is its own name. A fire of the current schedule and an
+// older one at one instant is one fire: the current one names it.
+func (e *jobEntry) tickOf(f time.Time) time.Time {
+	if len(e.was) == 0 {
+		return cronspec.Nominal(e.sched, f)
+	}
+	if n, ok := cronspec.NominalOf(e.sched, f); ok {
+		return n
+	}
+	for _, s := range e.was {
+		if n, ok := cronspec.NominalOf(s, f); ok {
+			return n
+		}
+	}
+	return f
 }
 
 // nextAfter returns the entry's next fire time after now, advancing the

@@ -25,6 +25,12 @@ func (rec *jobRec) addOpen(t time.Time) {
 	}
 }
 
+// isOpen reports whether t is in line with no claim covering it.
+func (rec *jobRec) isOpen(t time.Time) bool {
+	_, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare)
+	return found
+}
+
 // closeOpen records that t is decided (claimed, skipped or dropped).
 func (rec *jobRec) closeOpen(t time.Time) {
 	if i, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare); found {

@@ -260,6 +260,7 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 	for _, rec := range sh.jobs {
 		rec.queued = nil
 		delete(s.dirty, rec)
+		delete(s.openAhead, rec)
 		if _, ok := s.retrying[rec]; ok {
 			delete(s.retrying, rec)
 			s.dropClaims(rec, rec.writing.ops)

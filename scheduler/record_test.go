@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -204,4 +205,56 @@ func TestHistoryFlushesOffTheBeat(t *testing.T) {
 			t.Fatalf("%d entries handed on at t0+2.6s, want the runs of t0, t0+1s and t0+2s", n)
 		}
 	})
+}
+
+// A due history flush waits while due ticks wait for a run slot (a burst
+// longer than half a second), and goes out once the line is empty, or
+// maxHistHold after it was due, whichever comes first.
+func TestHistoryWaitsForTheBurst(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		hold      time.Duration // how long a's run of t0+2s keeps the only slot
+		none, all time.Duration // after t0: nothing handed on yet; handed on
+	}{
+		{"line empties", 700 * time.Millisecond, 2600 * time.Millisecond, 2800 * time.Millisecond},
+		{"line stays", 3 * time.Second, 3400 * time.Millisecond, 3600 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(-time.Second))
+				a, b := jobIn(1, "a", "* * * * * *"), jobIn(1, "b", "* * * * * *")
+				h := newHarness(t, func(cfg *Config) {
+					cfg.HistoryFlush = 2 * time.Second
+					cfg.MaxConcurrentRuns = 1
+				}, a, b)
+				defer h.stop()
+				// a's run of t0+2s holds the slot from t0+2s (a's tick goes
+				// first: same tick, name order), so b's waits behind it.
+				h.runner.behave = func(ctx context.Context, r Run) Result {
+					if r.Job.Name == a.Name && r.Tick.Equal(t0.Add(2*time.Second)) {
+						time.Sleep(c.hold)
+					}
+					return Result{Status: StatusSucceeded}
+				}
+				g, _ := h.grant(1, 9, nil)
+				h.s.Acquired(g)
+				hist := func() int {
+					h.store.mu.Lock()
+					defer h.store.mu.Unlock()
+					return len(h.store.hist[recKey(1, a.Name)]) + len(h.store.hist[recKey(1, b.Name)])
+				}
+				// Due at t0+2.5s (the first runs end at t0).
+				sleepUntil(t0.Add(c.none))
+				synctest.Wait()
+				if n := hist(); n != 0 {
+					t.Fatalf("%d entries handed on at t0+%v while a tick waited for a slot, want none", n, c.none)
+				}
+				sleepUntil(t0.Add(c.all))
+				synctest.Wait()
+				if n := hist(); n < 4 {
+					t.Fatalf("%d entries handed on at t0+%v, want at least the runs of t0 and t0+1s", n, c.all)
+				}
+			})
+		})
+	}
 }

@@ -3,13 +3,12 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"github.com/shardcron/shardcron/config"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/shardcron/shardcron/cronspec"
+	"github.com/shardcron/shardcron/config"
 )
 
 // run is one tick being run by this node.
@@ -68,7 +67,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		Node:     s.cfg.Node,
 		Job:      rec.e.job,
 		Item:     rec.e.item,
-		Tick:     cronspec.Nominal(rec.e.sched, tick), // a jittered fire's identity is its tick
+		Tick:     rec.e.tickOf(tick), // a jittered fire's identity is its tick
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,

@@ -50,7 +50,11 @@ type Scheduler struct {
 	// claimsDue holds claims ahead taken off timers, until the runs due
 	// at the same instant have started (fireDueTicks, claimDue).
 	claimsDue []timerEntry
-	waiting   waitHeap             // due ticks not yet running
+	waiting   waitHeap // due ticks not yet running
+	// openAhead holds, per job, the latest tick claimAhead left unclaimed
+	// because an earlier one was undecided: claimed ahead after all if
+	// every earlier tick is decided before it comes due (claimOpenAhead).
+	openAhead map[*jobRec]*waitTick
 	used      int                  // run slots taken (due claims pending + runs)
 	dirty     map[*jobRec]struct{} // records with queued ops
 	flushNow  bool                 // a run waits for a dirty record's write
@@ -100,6 +104,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		all:         make(map[*ownedShard]struct{}),
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
+		openAhead:   make(map[*jobRec]*waitTick),
 		histDirty:   make(map[*jobRec]struct{}),
 		sending:     make(map[noteKey]*noteSend),
 		claimLog:    failLog{msg: "record write outcome unknown; retrying"},
@@ -134,7 +139,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.step(now)
 		s.m.slotsUsed.Set(float64(s.used))
 		s.m.waiting.Set(float64(len(s.waiting)))
-		if w, ok := s.nextWake(); ok {
+		if w, ok := s.nextWake(now); ok {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a
 			// step of it (NTP, a resumed VM) delays a tick by at most that.
@@ -200,13 +205,13 @@ func (s *Scheduler) step(now time.Time) {
 	if s.flushNow || (!s.flushAt.IsZero() && !now.Before(s.flushAt)) {
 		s.flush()
 	}
-	if !s.histAt.IsZero() && !now.Before(s.histAt) {
+	if due, _ := s.histDue(now); due {
 		s.flushHistory(nil)
 	}
 }
 
-// nextWake is when step has something to do next.
-func (s *Scheduler) nextWake() (time.Time, bool) {
+// nextWake is when step, which ran at now, has something to do next.
+func (s *Scheduler) nextWake(now time.Time) (time.Time, bool) {
 	var w time.Time
 	ok := false
 	take := func(t time.Time) {
@@ -221,7 +226,9 @@ func (s *Scheduler) nextWake() (time.Time, bool) {
 		take(s.waiting[0].tick)
 	}
 	take(s.flushAt)
-	take(s.histAt)
+	if _, at := s.histDue(now); !at.IsZero() {
+		take(at)
+	}
 	return w, ok
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/cronspec"
 )
 
@@ -174,6 +175,98 @@ func TestMaxRunsAcrossRestart(t *testing.T) {
 		synctest.Wait()
 		if got := secondsFrom(t0, ticksOf(append(h1.runner.all(), h2.runner.all()...))); !slices.Equal(got, []int{10, 20, 30}) {
 			t.Errorf("ran %v, want [10 20 30]", got)
+		}
+	})
+}
+
+// A jittered fire keeps the tick it was the fire of across an edit of its
+// job's schedule: fires of the old schedule still waiting for a run slot
+// when the edit lands run named by their own tick, not by the new
+// schedule (which knows no such fire and named the delayed instant as a
+// tick: the simulator, seed 28 with jitter, ran tick 1:12 twice unmarked,
+// once as the old schedule's fire 1:12 of tick 1:10, once as the new
+// schedule's own tick 1:12).
+func TestJitteredFireKeepsItsTickAcrossAScheduleEdit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		const jitter = 3 * time.Second
+		j := jobIn(2, "edited", "*/5 * * * * *")
+		j.Since, j.Jitter = t0, config.Duration(jitter)
+		release := t0.Add(20 * time.Second)
+		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 1 }, j)
+		defer h.stop()
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			if time.Now().Before(release) {
+				sleepUntil(release) // the old schedule's fires queue behind it
+			}
+			return Result{Status: StatusSucceeded}
+		}
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(18 * time.Second))
+		edited := j
+		edited.Schedule = "@every 4s"
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{edited}})
+		sleepUntil(t0.Add(40 * time.Second))
+		synctest.Wait()
+		seen := map[time.Time]bool{}
+		for _, r := range h.runner.of(j.Name) {
+			old := r.Tick.Before(t0.Add(18*time.Second)) && r.Tick.Second()%5 == 0
+			if !old && r.Tick.Unix()%4 != 0 {
+				t.Errorf("run named tick %v: a tick of neither the old schedule (*/5, before the edit) nor the new (@every 4s)", r.Tick)
+			}
+			if seen[r.Tick] && !r.Rerun {
+				t.Errorf("tick %v ran twice unmarked", r.Tick)
+			}
+			seen[r.Tick] = true
+		}
+		if len(seen) < 6 {
+			t.Errorf("ran %d ticks, want the old schedule's four and the new one's after the edit", len(seen))
+		}
+	})
+}
+
+// A jittered tick at or before a resume does not run, even when its fire
+// comes after the resume and its claim ahead landed before the
+// suspension (config.Job.NotBefore bounds ticks, not fires). The run used
+// to start: the claim's check compared the fire with the resume
+// (simulator, seed 100 with jitter).
+func TestJitteredTickBeforeResumeDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		const jitter = 8 * time.Second
+		j := jobIn(2, "paused-jitter", "*/10 * * * * *")
+		j.Since, j.Jitter = t0, config.Duration(jitter)
+		base, err := cronspec.Parse(j.Schedule, "UTC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks := cronspec.NextN(base, t0, 8)
+		k := slices.IndexFunc(ticks[1:], func(x time.Time) bool { return cronspec.JitterOffset(j.Name, x, jitter) >= 3*time.Second }) + 1
+		if k == 0 {
+			t.Fatal("no tick with an offset of 3s or more among the first 8")
+		}
+		tick := ticks[k]
+		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(fire.Add(-300 * time.Millisecond)) // claimed ahead by now
+		if got := h.store.record(2, j.Name).LastClaimed; !got.Equal(fire) {
+			t.Fatalf("last claimed %v before the suspension, want the fire %v claimed ahead", got, fire)
+		}
+		suspended := j
+		suspended.Suspend = true
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
+		sleepUntil(fire.Add(-200 * time.Millisecond))
+		resumed := j
+		resumed.Resumed = time.Now()
+		h.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{resumed}})
+		sleepUntil(fire.Add(time.Second))
+		synctest.Wait()
+		if _, ran := rerunOf(h, j.Name, tick); ran {
+			t.Errorf("tick %v (fire %v) ran after the resume at %v: a tick at or before the resume never runs", tick, fire, resumed.Resumed)
 		}
 	})
 }

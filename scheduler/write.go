@@ -8,7 +8,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -169,12 +168,16 @@ func (s *Scheduler) flush() {
 }
 
 // waitForRun reports whether rec's queued changes, only claims ahead,
-// should wait for the completion of the job's running run, so that both
-// share one write, and until when at the latest: while the earliest claimed
-// tick is still more than its horizon away. A per-second job whose runs
-// outlast flushDelay so still costs one write per fire.
+// should wait for the completion of the job's run, so that both share one
+// write, and until when at the latest. It waits for a run going, or for
+// the run of an earlier tick claimed ahead that has not started: the
+// claim of a horizon raised past the job's period (slow commits) is
+// queued before the run of the tick before it starts. A per-second job
+// whose runs outlast flushDelay, or whose claims go out more than a second
+// ahead, so still costs one write per fire; two writes a fire would add
+// to the very load that slowed the commits.
 func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
-	if len(rec.runs) == 0 || rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
+	if rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
 		return time.Time{}, false
 	}
 	var first time.Time
@@ -186,9 +189,12 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 			first = o.tick
 		}
 	}
-	// Time enough for a commit as slow as the slowest recent one, four
-	// times over, and never less than 250 ms.
-	latest := first.Add(-max(4*s.slowCommit, 250*time.Millisecond))
+	if len(rec.runs) == 0 && !rec.ahead.before(first) {
+		return time.Time{}, false
+	}
+	// Time enough for a commit as slow as the slowest recent one, twice
+	// over, and never less than 250 ms (the horizon allows four times).
+	latest := first.Add(-max(2*s.slowCommit, 250*time.Millisecond))
 	return latest, now.Before(latest)
 }
 
@@ -314,7 +320,11 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		s.writeFailed(pw, err, now)
 		s.checkIdle(sh)
 	}
+	wasFailing := s.claimLog.failing
 	s.claimLog.batch(s.log, len(d.batch), now)
+	if wasFailing && !s.claimLog.failing {
+		s.retryNow()
+	}
 }
 
 // claimLanded starts the run of a due claim, or marks a claim ahead as
@@ -340,41 +350,4 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 	// Claimed, then the shard stopped firing: it stays in flight and the
 	// successor runs it.
 	s.dropClaims(rec, []op{o})
-}
-
-// writeFailed handles a refused or unknown write.
-func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
-	rec, sh := pw.rec, pw.rec.sh
-	if errors.Is(err, ErrTriggerGone) {
-		s.triggerGone(pw, err)
-		return
-	}
-	s.m.claimFailures.WithLabelValues(failureKind(err)).Inc()
-	switch {
-	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
-		rec.writing = nil
-		s.dropClaims(rec, pw.ops)
-		s.releaseEntries(rec, pw.ops)
-		s.stopShard(sh, err)
-	case errors.Is(err, ErrStale):
-		// The write's due claims keep their run slots until the re-read
-		// says which landed (loaded): with them given back, forbid saw no
-		// run and claimed the next tick, and both ran at once.
-		rec.writing = nil
-		s.stale(rec, pw, err)
-	default: // unknown: retry the same write while the deadline allows
-		if sh.state != stopped && sh.check() == nil {
-			rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
-			pw.retryAt = now.Add(rec.backoff)
-			pw.sent = false
-			s.retrying[rec] = struct{}{}
-			s.pushTimer(timerEntry{at: pw.retryAt, kind: timerRetry, rec: rec})
-			s.claimLog.fail(rec.logArgs(), err, "retry_in", rec.backoff)
-			return
-		}
-		rec.writing = nil
-		s.dropClaims(rec, pw.ops)
-		s.releaseEntries(rec, pw.ops)
-		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/scheduler"
 )
@@ -18,10 +19,13 @@ import (
 
 // Run is one run as the receiver saw it.
 type Run struct {
-	Node     string
-	Inc      int
-	Job      string
-	Tick     time.Time
+	Node string
+	Inc  int
+	Job  string
+	Tick time.Time
+	// Fire is when the tick came due: the tick delayed by its job's jitter
+	// (the tick itself for a manual run or a job without jitter).
+	Fire     time.Time
 	Token    int64
 	Rerun    bool
 	Trigger  string
@@ -47,6 +51,9 @@ func (r Run) ownerStart() time.Time {
 
 func (r Run) String() string {
 	s := fmt.Sprintf("%s..%s %s#%d %s tick %s token %d", ts(r.Start), ts(r.End), r.Node, r.Inc, r.Job, ts(r.Tick), r.Token)
+	if !r.Fire.IsZero() && !r.Fire.Equal(r.Tick) {
+		s += " fire " + ts(r.Fire)
+	}
 	if r.Rerun {
 		s += " RERUN"
 	}
@@ -83,9 +90,9 @@ type History struct {
 	// Final is each job's record as the store holds it at the end.
 	Final map[string]scheduler.Record
 	// Replaced holds, by job, the ticks recorded as replaced by a newer tick
-	// before they started (in history, or by the record dropping them from
-	// in flight as it counted a skip); for replace jobs, the policy decided
-	// them.
+	// before they started (in history, by tick, or by the record dropping
+	// them from in flight as it counted a skip, by fire: a jittered tick's
+	// delayed instant); for replace jobs, the policy decided them.
 	Replaced map[string]map[time.Time]bool
 	// SkippedTriggers: trigger ids recorded as skipped after their claim.
 	SkippedTriggers map[string]bool
@@ -110,7 +117,11 @@ func (w *world) history() *History {
 		}
 	}
 	for _, r := range w.runs {
-		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: config.UnitName(r.run.Job.Name, r.run.Item), Tick: r.run.Tick, Token: r.run.Token,
+		unit, fire := config.UnitName(r.run.Job.Name, r.run.Item), r.run.Tick
+		if r.run.Trigger == "" {
+			fire = fire.Add(cronspec.JitterOffset(unit, fire, r.run.Job.Jitter.D()))
+		}
+		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: unit, Tick: r.run.Tick, Fire: fire, Token: r.run.Token,
 			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Start: r.start, End: r.end,
 			Cause: r.cause, Failed: r.fail, Deadline: r.deadAt, EndDeadline: r.endDead})
 	}
@@ -177,6 +188,7 @@ func Check(h *History) []Violation {
 type stretch struct {
 	from, to time.Time // to: zero while open at the end
 	job      config.Job
+	item     config.Item // the unit's item of a sharded job; zero otherwise
 }
 
 // lives returns each unit's stretches (a job's, or an item's of a sharded
@@ -191,11 +203,12 @@ func (h *History) lives() map[string][]stretch {
 		}
 		for _, j := range s.set.Jobs {
 			for k, u := range unitsOf(j) {
-				uj := j // the unit's own Since: an item added later starts later
+				uj, it := j, config.Item{} // the unit's own Since: an item added later starts later
 				if j.ItemCount() > 0 {
-					uj.Since = j.UnitSince(j.Item(k))
+					it = j.Item(k)
+					uj.Since = j.UnitSince(it)
 				}
-				out[u] = append(out[u], stretch{from: s.at, to: to, job: uj})
+				out[u] = append(out[u], stretch{from: s.at, to: to, job: uj, item: it})
 			}
 		}
 	}

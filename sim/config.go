@@ -22,8 +22,14 @@ type Config struct {
 	Bursts bool
 	// Shaped makes about one job in six a shaped one: a window (start_at,
 	// end_at), max_runs, or a one-shot (at), whose ticks the checker takes
-	// from the shaped schedule. Jitter is not simulated.
+	// from the shaped schedule.
 	Shaped bool
+	// Jitter gives about one job in five whose ticks are 2 s or more apart
+	// a jitter of 2 s up to that gap: each tick's fire comes a hashed
+	// number of seconds after it. The checker judges when a tick came due
+	// (forbid, suspensions, lost ticks) by its fire, and names runs by
+	// their tick, as the scheduler does.
+	Jitter bool
 	// Items makes about one job in four a sharded one: 2-6 items, or 2-4
 	// item names, whose count or names the nemesis edits. The checker
 	// holds each unit (job, item) to the contract on its own.
@@ -36,7 +42,7 @@ type Config struct {
 // Default is the configuration CI seeds run with.
 func Default() Config {
 	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true, Items: true}
+		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true, Items: true, Jitter: true}
 }
 
 // Event is one thing the sim saw happen outside the runs: ownership,

@@ -45,8 +45,10 @@
 // 2-6 items or 2-4 item_names, each item a unit of its own
 // (config.UnitName: its own shard, record, trigger requests and history);
 // edits grow or shrink its count and reorder, rename, drop or add its
-// names, and a manual trigger goes to one of its units or to each. Jitter
-// is not simulated. The last part of a run (Config.Quiet) heals
+// names, and a manual trigger goes to one of its units or to each. About
+// one job in five whose ticks are 2 s or more apart has a jitter
+// (Config.Jitter); the checker names its runs by their tick and judges
+// when each came due by its fire. The last part of a run (Config.Quiet) heals
 // everything and resumes every job so catch-up can finish before the
 // checker reads the history.
 //

@@ -299,6 +299,9 @@ func (js *jobsState) edit(now time.Time) {
 			set.Jobs = append(set.Jobs, j)
 		case k == 1 && j.At.IsZero(): // a one-shot has no schedule to change
 			j.Schedule = specs[r.IntN(len(specs))]
+			if periodOf(j.Schedule) < j.Jitter.D() {
+				j.Schedule = "*/5 * * * * *" // a jitter stays within the gap between ticks, as validate demands
+			}
 			what = "schedule " + j.Schedule
 			set.Jobs = append(set.Jobs, j)
 		default:

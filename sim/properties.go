@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -35,7 +36,7 @@ func noLostTick(h *History) []Violation {
 		}) || removedAfter(ss, time.Time{}) {
 			continue
 		}
-		sched, err := base.Fires() // windows, max_runs and one-shots included
+		sched, err := base.ItemFires(ss[0].item) // windows, max_runs, one-shots and the unit's jitter included
 		if err != nil {
 			continue
 		}
@@ -49,18 +50,26 @@ func noLostTick(h *History) []Violation {
 		sus := h.suspensionsOf(name, jobs)
 		final := h.Final[name]
 	ticks:
+		// t is a fire, when its tick came due (its tick delayed by a
+		// jitter): records hold fires, runs and history name the tick.
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
-			if _, ok := ran[t.UTC()]; ok || (base.Concurrency == config.ConcurrencyReplace && h.Replaced[name][t.UTC()]) || t.After(final.LastClaimed) ||
+			tick := cronspec.Nominal(sched, t).UTC()
+			// Replaced: history names the tick; a record that dropped the
+			// flight as it counted a skip names the fire.
+			replaced := h.Replaced[name][tick] || h.Replaced[name][t.UTC()]
+			if _, ok := ran[tick]; ok || (base.Concurrency == config.ConcurrencyReplace && replaced) || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
 				continue
 			}
 			for _, s := range sus {
-				if !t.After(s[1].Add(h.Skew)) {
-					continue ticks // before or in a suspension, not run before it
+				if !tick.After(s[1].Add(h.Skew)) {
+					// Before or in a suspension, not run before it; a tick at or
+					// before the resume never runs, its fire after it or not.
+					continue ticks
 				}
 			}
 			if base.Concurrency == config.ConcurrencyReplace && slices.ContainsFunc(runs, func(r Run) bool {
-				return r.Tick.After(t) && !r.Start.Before(t) && r.Start.Before(t.Add(10*time.Second))
+				return r.Tick.After(tick) && !r.Start.Before(t) && r.Start.Before(t.Add(10*time.Second))
 			}) {
 				continue // superseded: a later tick replaced it (its run may have been cut before it reached us)
 			}
@@ -73,7 +82,7 @@ func noLostTick(h *History) []Violation {
 			}) {
 				continue
 			}
-			v := Violation{Property: "no tick lost", Job: name, Detail: fmt.Sprintf("tick %s (%s, %s) never ran", ts(t), base.Misfire, base.Concurrency)}
+			v := Violation{Property: "no tick lost", Job: name, Detail: fmt.Sprintf("tick %s (fire %s; %s, %s) never ran", ts(tick), ts(t), base.Misfire, base.Concurrency)}
 			v.From, v.To = around(t.Add(-5*time.Second), t.Add(5*time.Second))
 			vs = append(vs, v)
 		}
@@ -147,7 +156,7 @@ func noUnmarkedRepeat(h *History) []Violation {
 // with a Since before that tick, so the job's new life runs the tick (r)
 // as its own. What the old life ran left etcd with its record.
 func earlyBeforeReadd(h *History, f, r Run) bool {
-	if !f.Start.Before(f.Tick) {
+	if !f.Start.Before(f.Fire) {
 		return false
 	}
 	return slices.ContainsFunc(h.lives()[r.Job], func(s stretch) bool {
@@ -220,14 +229,14 @@ func noSuspendedRun(h *History) []Violation {
 		for _, s := range h.suspensionsOf(r.Job, jobs) {
 			n := len(vs)
 			switch {
-			case r.Trigger == "" && r.Tick.After(s[0].Add(h.Skew)) && !r.Tick.After(s[1].Add(-h.Skew)):
-				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due while suspended (%s..%s), ran at %s by %s token %d",
-					ts(r.Tick), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
+			case r.Trigger == "" && r.Fire.After(s[0].Add(h.Skew)) && !r.Fire.After(s[1].Add(-h.Skew)):
+				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s came due (%s) while suspended (%s..%s), ran at %s by %s token %d",
+					ts(r.Tick), ts(r.Fire), ts(s[0]), ts(s[1]), ts(r.Start), r.Node, r.Token)))
 			case r.ownerStart().After(s[0]) && r.ownerStart().Before(s[1]):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s started at %s while suspended (%s..%s) by %s token %d",
 					ts(r.Tick), ts(r.Start), ts(s[0]), ts(s[1]), r.Node, r.Token)))
 			case r.Trigger == "" && !r.Tick.After(s[1]) && r.ownerStart().After(s[1]) &&
-				!(r.Rerun && !r.Tick.After(s[0])):
+				!(r.Rerun && !r.Fire.After(s[0])):
 				vs = append(vs, violation("no suspended tick run", r.Job, fmt.Sprintf("tick %s at or before the resume %s ran after it, at %s by %s token %d",
 					ts(r.Tick), ts(s[1]), ts(r.Start), r.Node, r.Token)))
 			}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -26,6 +27,16 @@ func shape(j *config.Job, w *world) {
 	}
 }
 
+// jitter gives j, one time in five, a jitter of 2 s up to the gap between
+// its ticks, the most a jobs file may ask (a one-shot has no gap).
+func jitter(j *config.Job, r *rand.Rand) {
+	gap := periodOf(j.Schedule)
+	if !j.At.IsZero() || gap < 2*time.Second || r.IntN(5) != 0 {
+		return
+	}
+	j.Jitter = config.Duration(time.Duration(2+r.IntN(int(gap/time.Second)-1)) * time.Second)
+}
+
 var specs = []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *", "*/5 * * * * *", "@every 4s"}
 
 func periodOf(spec string) time.Duration {
@@ -44,6 +55,9 @@ func periodOf(spec string) time.Duration {
 
 func newJobs(w *world) *jobsState {
 	r := w.rng
+	// Jitter draws from a stream of its own: the rest of a seed's job set
+	// is drawn as it was before jitter was simulated.
+	jr := rand.New(rand.NewPCG(w.seed, w.seed^0x717e7))
 	js := &jobsState{w: w, meta: map[string]*jobMeta{}}
 	var jobs []config.Job
 	for i := range w.cfg.Jobs {
@@ -74,6 +88,9 @@ func newJobs(w *world) *jobsState {
 		}
 		if w.cfg.Items && r.IntN(4) == 0 {
 			itemize(&j, r)
+		}
+		if w.cfg.Jitter {
+			jitter(&j, jr)
 		}
 		p := periodOf(spec)
 		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}

@@ -24,6 +24,7 @@ var (
 	flagHashes = flag.String("sim.hashes", "", "with -sim.seeds: write each seed's history hash to this file (a refactor that changes nothing keeps every line)")
 	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
 	flagItems  = flag.Bool("sim.items", true, "make about one job in four a sharded one (items, item_names)")
+	flagJitter = flag.Bool("sim.jitter", true, "give about one job in five whose ticks are 2 s or more apart a jitter")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
@@ -78,7 +79,7 @@ func keptSeeds(t *testing.T) []uint64 {
 // seed verbosely; with -sim.seeds a long run.
 func TestSimSeeds(t *testing.T) {
 	cfg := Default()
-	cfg.Bursts, cfg.Items = *flagBursts, *flagItems
+	cfg.Bursts, cfg.Items, cfg.Jitter = *flagBursts, *flagItems, *flagJitter
 	switch {
 	case *flagSeed != 0:
 		cfg.Log = os.Stderr

@@ -35,6 +35,22 @@ func loadJobs(c *cobra.Command, path string) ([]config.Job, error) {
 	return config.ParseJobsWith(stdinName, data, jobsOptions)
 }
 
+// checkJobs is loadJobs keeping no job: each (when not nil) sees every job
+// as it is read; it returns how many there are.
+func checkJobs(c *cobra.Command, path string, each func(*config.Job)) (int, error) {
+	if err := jobsFileFlag("file", path); err != nil {
+		return 0, err
+	}
+	if path != "-" {
+		return config.CheckJobsFile(path, jobsOptions, each)
+	}
+	data, err := io.ReadAll(io.LimitReader(c.InOrStdin(), config.MaxFileSize+1))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", stdinName, err)
+	}
+	return config.CheckJobsWith(stdinName, data, jobsOptions, each)
+}
+
 // jobsOptions: the shipped binary registers no in-process functions, so a
 // func: job is refused where it is read, not left to fail every run.
 var jobsOptions = config.JobsOptions{HasFunc: func(string) bool { return false }}
@@ -76,38 +92,33 @@ type itemNext struct {
 	Next []time.Time `json:"next"`
 }
 
-// schedulesOf lists every job's next n fire times after from. The jobs
-// were validated, so their specs parse.
-func schedulesOf(jobs []config.Job, from time.Time, n int) []jobSchedule {
-	out := make([]jobSchedule, len(jobs))
-	for i := range jobs {
-		j := &jobs[i]
-		js := jobSchedule{Name: j.Name, Schedule: j.Schedule, At: j.At, Timezone: j.Timezone, Suspended: j.Suspend}
-		if j.Jitter > 0 {
-			js.Jitter = j.Jitter.String()
-		}
-		if cronspec.Hashed(j.Schedule) {
-			js.Resolved, _ = cronspec.Expand(j.Schedule, j.Name)
-		}
-		// The job as if first applied at --from: max_runs counts from
-		// there, and no tick at or before it fires.
-		applied := *j
-		applied.Since = from
-		if sch, err := applied.Fires(); err == nil && !j.Suspend {
-			js.Next = cronspec.NextN(sch, from, n)
-			js.Finished = len(js.Next) == 0
-		}
-		if js.Items = j.ItemCount(); js.Items > 0 && j.Jitter > 0 && !j.Suspend {
-			js.Next = nil // no item fires on the job's own jitter
-			for k := range js.Items {
-				it := j.Item(k)
-				sch, _ := applied.ItemFires(it)
-				js.ItemsNext = append(js.ItemsNext, itemNext{Item: it.Name, Next: cronspec.NextN(sch, from, n)})
-			}
-		}
-		out[i] = js
+// scheduleOf is a job's next n fire times after from. The job passed its
+// checks, so its spec parses.
+func scheduleOf(j *config.Job, from time.Time, n int) jobSchedule {
+	js := jobSchedule{Name: j.Name, Schedule: j.Schedule, At: j.At, Timezone: j.Timezone, Suspended: j.Suspend}
+	if j.Jitter > 0 {
+		js.Jitter = j.Jitter.String()
 	}
-	return out
+	if cronspec.Hashed(j.Schedule) {
+		js.Resolved, _ = cronspec.Expand(j.Schedule, j.Name)
+	}
+	// The job as if first applied at --from: max_runs counts from
+	// there, and no tick at or before it fires.
+	applied := *j
+	applied.Since = from
+	if sch, err := applied.Fires(); err == nil && !j.Suspend {
+		js.Next = cronspec.NextN(sch, from, n)
+		js.Finished = len(js.Next) == 0
+	}
+	if js.Items = j.ItemCount(); js.Items > 0 && j.Jitter > 0 && !j.Suspend {
+		js.Next = nil // no item fires on the job's own jitter
+		for k := range js.Items {
+			it := j.Item(k)
+			sch, _ := applied.ItemFires(it)
+			js.ItemsNext = append(js.ItemsNext, itemNext{Item: it.Name, Next: cronspec.NextN(sch, from, n)})
+		}
+	}
+	return js
 }
 
 func newValidateCmd() *cobra.Command {
@@ -131,12 +142,9 @@ when there is any. With -o json or -o yaml it also lists each job's schedule
 		if err := o.check(); err != nil {
 			return err
 		}
-		jobs, err := loadJobs(c, file)
-		if err != nil {
-			return err
-		}
 		at := time.Now()
 		if from != "" {
+			var err error
 			if at, err = time.Parse(time.RFC3339, from); err != nil {
 				return usageError{fmt.Errorf("--from %q: want an RFC 3339 time such as 2026-01-01T00:00:00Z", from)}
 			}
@@ -144,9 +152,14 @@ when there is any. With -o json or -o yaml it also lists each job's schedule
 		if next < 0 || next > maxValidateNext {
 			return usageError{fmt.Errorf("--next %d: want 0 to %d", next, maxValidateNext)}
 		}
-		res := validateResult{File: displayName(file), Jobs: len(jobs), Valid: true}
+		res := validateResult{File: displayName(file), Valid: true}
+		var each func(*config.Job) // the jobs are not kept: a million take a gigabyte
 		if o.format != formatTable && next > 0 {
-			res.Schedules = schedulesOf(jobs, at, next)
+			each = func(j *config.Job) { res.Schedules = append(res.Schedules, scheduleOf(j, at, next)) }
+		}
+		var err error
+		if res.Jobs, err = checkJobs(c, file, each); err != nil {
+			return err
 		}
 		return o.write(c.OutOrStdout(), res, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "%s: %d jobs, valid\n", res.File, res.Jobs)

@@ -1,0 +1,59 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A write that fails: refused (the shard lost, the record changed) or of
+// unknown outcome (retried, backing off, until the safe deadline).
+
+// writeFailed handles a refused or unknown write.
+func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
+	rec, sh := pw.rec, pw.rec.sh
+	if errors.Is(err, ErrTriggerGone) {
+		s.triggerGone(pw, err)
+		return
+	}
+	s.m.claimFailures.WithLabelValues(failureKind(err)).Inc()
+	switch {
+	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
+		rec.writing = nil
+		s.dropClaims(rec, pw.ops)
+		s.releaseEntries(rec, pw.ops)
+		s.stopShard(sh, err)
+	case errors.Is(err, ErrStale):
+		// The write's due claims keep their run slots until the re-read
+		// says which landed (loaded): with them given back, forbid saw no
+		// run and claimed the next tick, and both ran at once.
+		rec.writing = nil
+		s.stale(rec, pw, err)
+	default: // unknown: retry the same write while the deadline allows
+		if sh.state != stopped && sh.check() == nil {
+			rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
+			pw.retryAt = now.Add(rec.backoff)
+			pw.sent = false
+			s.retrying[rec] = struct{}{}
+			s.pushTimer(timerEntry{at: pw.retryAt, kind: timerRetry, rec: rec})
+			s.claimLog.fail(rec.logArgs(), err, "retry_in", rec.backoff)
+			return
+		}
+		rec.writing = nil
+		s.dropClaims(rec, pw.ops)
+		s.releaseEntries(rec, pw.ops)
+		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
+	}
+}
+
+// retryNow sends every write waiting out a backoff at once: a batch has
+// just landed whole after failures, so the store answers again, and a
+// completion queued behind such a write would otherwise wait up to
+// retryMax, past the deadline of a session the outage left short, and its
+// run would repeat (simulator, seed 15409).
+func (s *Scheduler) retryNow() {
+	for rec := range s.retrying {
+		delete(s.retrying, rec)
+		s.markDirty(rec, true)
+	}
+}
