@@ -224,7 +224,10 @@ func screenshot(t *testing.T, ctx context.Context) {
 		path = filepath.Join(t.TempDir(), "dashboard.png")
 	}
 	// Moved shards flash for a moment; take the picture once they are still.
-	poll.MustEvery(t, procEvery, 10*time.Second, "the page's animations end", poll.True(func() bool {
+	// Under load a takeover moves shards for several seconds and each move
+	// flashes anew (CI once saw them go on past 10 s): the bound is generous,
+	// since only the picture waits on it, no protocol bound.
+	poll.MustEvery(t, procEvery, 30*time.Second, "the page's animations end", poll.True(func() bool {
 		var n int
 		return chromedp.Run(ctx, chromedp.Evaluate(`document.getAnimations().length`, &n)) == nil && n == 0
 	}))
