@@ -111,17 +111,9 @@ func TestJitterSameInstantOnEveryOwner(t *testing.T) {
 		const jitter = 25 * time.Second
 		j := jobIn(2, "spread", "*/30 * * * * *")
 		j.Since, j.Jitter = t0, 25_000_000_000
-		base, err := cronspec.Parse(j.Schedule, "UTC")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ticks := cronspec.NextN(base, t0, 8)
 		// Hand over between a tick and its fire: the first tick after the
 		// first whose offset leaves room.
-		k := slices.IndexFunc(ticks[1:], func(x time.Time) bool { return cronspec.JitterOffset(j.Name, x, jitter) >= 3*time.Second }) + 1
-		if k == 0 {
-			t.Fatal("no tick with an offset of 3s or more among the first 8")
-		}
+		ticks, k := roomyTick(t, j, jitter)
 		hs := owners(t, 2, nil, j)
 		h1, h2 := hs[0], hs[1]
 		if a, b := h1.s.Jobs(), h2.s.Jobs(); !a[0].Next.Equal(b[0].Next) ||
@@ -237,15 +229,7 @@ func TestJitteredTickBeforeResumeDoesNotRun(t *testing.T) {
 		const jitter = 8 * time.Second
 		j := jobIn(2, "paused-jitter", "*/10 * * * * *")
 		j.Since, j.Jitter = t0, config.Duration(jitter)
-		base, err := cronspec.Parse(j.Schedule, "UTC")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ticks := cronspec.NextN(base, t0, 8)
-		k := slices.IndexFunc(ticks[1:], func(x time.Time) bool { return cronspec.JitterOffset(j.Name, x, jitter) >= 3*time.Second }) + 1
-		if k == 0 {
-			t.Fatal("no tick with an offset of 3s or more among the first 8")
-		}
+		ticks, k := roomyTick(t, j, jitter)
 		tick := ticks[k]
 		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
 		h := newHarness(t, nil, j)
@@ -269,4 +253,21 @@ func TestJitteredTickBeforeResumeDoesNotRun(t *testing.T) {
 			t.Errorf("tick %v (fire %v) ran after the resume at %v: a tick at or before the resume never runs", tick, fire, resumed.Resumed)
 		}
 	})
+}
+
+// roomyTick returns j's first 8 ticks after t0 (unjittered) and the index
+// of the first after the first whose jitter offset is 3 s or more: room to
+// act between the tick and its fire.
+func roomyTick(t *testing.T, j config.Job, jitter time.Duration) ([]time.Time, int) {
+	t.Helper()
+	base, err := cronspec.Parse(j.Schedule, "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := cronspec.NextN(base, t0, 8)
+	k := slices.IndexFunc(ticks[1:], func(x time.Time) bool { return cronspec.JitterOffset(j.Name, x, jitter) >= 3*time.Second }) + 1
+	if k == 0 {
+		t.Fatal("no tick with an offset of 3s or more among the first 8")
+	}
+	return ticks, k
 }
