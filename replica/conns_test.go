@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // TestConnLimit: at the cap, a new connection takes the place of the one
@@ -70,12 +72,8 @@ func TestConnLimit(t *testing.T) {
 	}
 	// The client reads the answer before the server marks its connection
 	// idle: until then it is busy, and would leave no room below.
-	for deadline := time.Now().Add(5 * time.Second); busyConns(conns) > 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the answered connection never went idle")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.MustEvery(t, time.Millisecond, 5*time.Second, "the answered connection goes idle",
+		poll.True(func() bool { return busyConns(conns) == 0 }))
 	// Every connection busy: the next is closed unanswered.
 	for range max {
 		c := dial()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // lagRunner records, per run, how late it started after its tick.
@@ -27,6 +28,12 @@ func (r *lagRunner) Run(_ context.Context, run Run) Result {
 	r.lags = append(r.lags, lag)
 	r.mu.Unlock()
 	return Result{Status: StatusSucceeded}
+}
+
+func (r *lagRunner) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.lags)
 }
 
 func (r *lagRunner) take() []time.Duration {
@@ -97,8 +104,10 @@ func BenchmarkFirePath1k(b *testing.B) {
 		s.Acquired(Grant{Shard: sh, Token: 1, Lost: context.Background(), Deadline: newDeadline(time.Hour), Contact: inContact, Checkpoint: Checkpoint{Records: map[string]Stored{}}})
 	}
 	// Warm up: two whole seconds of fires.
+	// The sleeps pace the load: a benchmark op is one second of real time.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(2500 * time.Millisecond)))
 	run.take()
+	first := time.Now().Truncate(time.Second).Add(time.Second) // the first measured tick
 	var lags []time.Duration
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -108,7 +117,9 @@ func BenchmarkFirePath1k(b *testing.B) {
 		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	}
 	b.StopTimer()
-	time.Sleep(500 * time.Millisecond) // the last second's runs end
+	// Every job fires each second from first to the last one passed.
+	want := n * int(time.Now().Truncate(time.Second).Sub(first)/time.Second+1)
+	poll.MustEvery(b, 10*time.Millisecond, 5*time.Second, "the last second's runs end", poll.True(func() bool { return run.count() >= want }))
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 	lags = run.take()

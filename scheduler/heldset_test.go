@@ -161,7 +161,9 @@ func TestAcquireSeesTheSetHandedBeforeIt(t *testing.T) {
 		for k := 1; k < testShards; k++ {
 			release := make(chan struct{})
 			hold.Store(&release)
-			time.Sleep(maxSleep + time.Second) // Run wakes and blocks in its clock
+			for hold.Load() != nil { // until Run wakes and blocks in its clock (fake time)
+				time.Sleep(time.Millisecond)
+			}
 			set = append(set, jobIn(k, fmt.Sprintf("in-%d", k), "0 0 * * * *"))
 			h.s.SetJobs(config.JobSet{Version: int64(k + 1), Jobs: slices.Clone(set)})
 			g, _ := h.grant(k, int64(10+k), nil)

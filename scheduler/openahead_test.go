@@ -23,7 +23,7 @@ func TestOpenTickClaimedAheadOnceDecided(t *testing.T) {
 		// only slot for 300 ms: b's tick waits behind it every second.
 		h.runner.behave = func(ctx context.Context, r Run) Result {
 			if r.Job.Name == blocker.Name {
-				time.Sleep(300 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond) // the injected run length (fake time)
 			}
 			return Result{Status: StatusSucceeded}
 		}

@@ -232,7 +232,7 @@ func TestHistoryWaitsForTheBurst(t *testing.T) {
 				// first: same tick, name order), so b's waits behind it.
 				h.runner.behave = func(ctx context.Context, r Run) Result {
 					if r.Job.Name == a.Name && r.Tick.Equal(t0.Add(2*time.Second)) {
-						time.Sleep(c.hold)
+						time.Sleep(c.hold) // the injected run length (fake time)
 					}
 					return Result{Status: StatusSucceeded}
 				}
