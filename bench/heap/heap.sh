@@ -13,18 +13,7 @@
 # line per replica and sample, then the median per replica.
 set -euo pipefail
 BIN=$1 JOBS=${2:-100000} REPLICAS=${3:-3} SHARDS=${4:-1024}
-ETCD=${ETCD:-bin/etcd}
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
-"$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
-	--listen-peer-urls "http://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
-	--initial-cluster "default=http://127.0.0.1:$((port + 1))" --quota-backend-bytes 8589934592 >"$dir/etcd.log" 2>&1 &
-pids+=($!)
-EP="http://127.0.0.1:$port"
-for i in $(seq 1 300); do curl -sf "$EP/health" >/dev/null && break; sleep 0.2; done
+. "$(dirname "$0")/etcd.sh"
 {
 	echo "jobs:"
 	for ((i = 0; i < JOBS; i++)); do

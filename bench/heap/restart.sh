@@ -7,19 +7,7 @@
 #   bench/heap/restart.sh BIN [JOBS]
 set -euo pipefail
 BIN=$1 JOBS=${2:-100000}
-
-ETCD=${ETCD:-bin/etcd}
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
-"$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
-	--listen-peer-urls "http://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
-	--initial-cluster "default=http://127.0.0.1:$((port + 1))" --quota-backend-bytes 8589934592 >"$dir/etcd.log" 2>&1 &
-pids+=($!)
-EP="http://127.0.0.1:$port"
-for i in $(seq 1 300); do curl -sf "$EP/health" >/dev/null && break; sleep 0.2; done
+. "$(dirname "$0")/etcd.sh"
 { echo "jobs:"; for ((i = 0; i < JOBS; i++)); do printf '  - {name: job-%07d, schedule: "0 0 0 1 1 *", http: {url: "http://127.0.0.1:9/job-%07d"}}\n' "$i" "$i"; done; } >"$dir/jobs.yaml"
 start() { rp=(); for r in 1 2 3; do "$BIN" server --cluster rs --node-id "r$r" --etcd-endpoints "$EP" --http-addr "127.0.0.1:$((port + 10 + r))" --shards 1024 --log-level warn >>"$dir/r$r.log" 2>&1 & rp+=($!); pids+=($!); done; }
 owned() { t=0; for r in 1 2 3; do n=$(curl -sf "http://127.0.0.1:$((port + 10 + r))/metrics" 2>/dev/null | awk '/^shardcron_ownership_shards_owned /{printf "%d", $2}'); t=$((t + ${n:-0})); done; echo $t; }
