@@ -2,7 +2,6 @@ package jobstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +46,12 @@ type ApplyOptions struct {
 	// release reads: give Shards only when every member of the cluster
 	// reads format 2 (shard.MemberInfo.JobSetFormat).
 	Shards int
+	// Format is the format to write: 0 is 2 with Shards and 1 without (what
+	// every release since format 2 reads); 3 (with Shards) names the parts
+	// through pages, so that a one-job edit writes its part, one page and
+	// a pointer of about √Shards refs. Ask for 3 only when every member
+	// reads it.
+	Format int
 	// Rewrite writes an unchanged set again when its stored format or
 	// shard count is not the one asked for. Without it an unchanged set
 	// is rewritten only from format 2 to format 1 (a member may need
@@ -73,7 +78,21 @@ func (o ApplyOptions) Validate() error {
 	if o.Shards < 0 || o.Shards > keyspace.MaxShards {
 		return fmt.Errorf("%w: Shards %d: must be between 0 and %d", ErrInvalidConfig, o.Shards, keyspace.MaxShards)
 	}
+	if o.Format < 0 || o.Format > Format || (o.Format == 1 && o.Shards != 0) || (o.Format >= 2 && o.Shards == 0) {
+		return fmt.Errorf("%w: Format %d with Shards %d: want 0, 1 without Shards, or 2 to %d with them", ErrInvalidConfig, o.Format, o.Shards, Format)
+	}
 	return nil
+}
+
+// format is the format the options write.
+func (o ApplyOptions) format() int {
+	switch {
+	case o.Format != 0:
+		return o.Format
+	case o.Shards > 0:
+		return 2
+	}
+	return 1
 }
 
 func (o ApplyOptions) withDefaults() ApplyOptions {
@@ -99,14 +118,20 @@ type Result struct {
 	Applied bool
 	// Diff is what changed from the previous set.
 	Diff Diff
-	// Format is the new version's format (Format or 1).
+	// Format is the new version's format (1 to Format).
 	Format int
 	// Parts, Chunks and Bytes are what the apply wrote: the new version's
-	// parts (format 2), chunks and stored (compressed) size. A format 2
-	// apply writes only the parts of the shards whose jobs changed.
+	// parts (format 2, 3), chunks and stored (compressed) size. A format 2
+	// or 3 apply writes only the parts of the shards whose jobs changed.
 	Parts  int
 	Chunks int
 	Bytes  int64
+	// Pages is how many pages (format 3) the apply wrote: those that name
+	// a changed part.
+	Pages int
+	// Put is every byte the apply put into etcd, keys and values: chunks,
+	// pages, the version reservation and the pointer.
+	Put int64
 	// GCErr is the error of the garbage collection that follows a
 	// successful flip, if any. The apply itself succeeded; the next apply
 	// collects what this one could not.
@@ -130,7 +155,7 @@ func DryRun(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs [
 	if err := checkNames(jobs); err != nil {
 		return Diff{}, err
 	}
-	cur, p, err := loadCurrent(ctx, cli, ks, nil)
+	cur, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return Diff{}, err
 	}
@@ -204,7 +229,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if err := checkNames(jobs); err != nil {
 		return Result{}, err
 	}
-	cur, p, err := loadCurrent(ctx, cli, ks, nil)
+	cur, p, err := loadCurrent(ctx, cli, ks)
 	if errors.Is(err, ErrCorrupt) && opts.ReplaceCorrupt && p.modRev != 0 {
 		opts.Logger.Warn("replacing a corrupt job set; every job counts as new", "version", p.Version, "err", err)
 		cur, err = config.JobSet{Version: p.Version}, nil
@@ -238,7 +263,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, err
 	}
 	np.AppliedAt = opts.Now().UTC()
-	pv, err := json.Marshal(np)
+	pv, err := np.encode()
 	if err != nil {
 		return Result{}, fmt.Errorf("jobstore: encode pointer: %w", err)
 	}
@@ -263,6 +288,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 		return Result{}, fmt.Errorf("%w: version %d was read as current and replaced before version %d could flip", ErrConflict, cur.Version, version)
 	}
 	res.Version, res.Applied, res.Diff = version, true, diff
+	res.Put += int64(len(ks.JobsSeq()) + len(ks.JobsCurrent()) + len(pv))
 	res.GCErr = collect(ctx, cli, ks, np, flip.Header.Revision, next, opts)
 	if res.GCErr != nil {
 		opts.Logger.Warn("job set garbage collection incomplete; the next apply retries", "version", version, "err", res.GCErr)
@@ -270,10 +296,10 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	return res, nil
 }
 
-// writeVersion writes the chunks of version holding next, in format 2 when
-// opts.Shards is set (only the parts that differ from those of prev; asIs
-// as planParts takes it), else in format 1, and returns its pointer (to
-// flip to) and what it wrote.
+// writeVersion writes the chunks of version holding next, in format 2 or
+// 3 when opts.Shards is set (only the parts, and pages, that differ from
+// those of prev; asIs as planParts takes it), else in format 1, and
+// returns its pointer (to flip to) and what it wrote.
 func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, next []config.Job, asIs []bool, version int64, prev pointer, opts ApplyOptions) (pointer, Result, error) {
 	var (
 		np     pointer
@@ -287,6 +313,14 @@ func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 		}
 		np, writes = partsPointer(version, opts.Shards, plan.parts), plan.write
 		res = Result{Format: 2, Parts: plan.written, Chunks: plan.chunks, Bytes: plan.bytes}
+		if opts.format() >= 3 {
+			var pages []kv
+			if np, pages, err = pagedPointer(ks, np, prev); err != nil {
+				return pointer{}, Result{}, err
+			}
+			writes = append(writes, pages...)
+			res.Format, res.Pages = 3, len(pages)
+		}
 	} else {
 		enc, err := encodeJobs(len(next), func(i int) *config.Job { return &next[i] }, opts.ChunkBytes, 1, true)
 		if err != nil {
@@ -297,6 +331,9 @@ func writeVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 			writes = append(writes, kv{ks.JobChunk(version, i), c})
 		}
 		res = Result{Format: 1, Chunks: len(enc.chunks), Bytes: enc.bytes}
+	}
+	for _, w := range writes {
+		res.Put += int64(len(w.key) + len(w.val))
 	}
 	if err := writeChunks(ctx, cli, writes); err != nil {
 		return pointer{}, Result{}, fmt.Errorf("jobstore: write version %d (left for the next apply to collect): %w", version, err)

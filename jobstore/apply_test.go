@@ -192,16 +192,16 @@ func TestLoadRefusesNewerFormatAndCorruption(t *testing.T) {
 	}
 	orig := string(resp.Kvs[0].Value)
 
-	newer := strings.Replace(orig, `"format":1`, `"format":3`, 1)
+	newer := strings.Replace(orig, `"format":1`, `"format":4`, 1)
 	if _, err := cli.Put(ctx, ks.JobsCurrent(), newer); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Load(ctx, cli, ks)
-	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format 3") {
-		t.Fatalf("Load of format 3 = %v, want ErrFormat naming it", err)
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format 4") {
+		t.Fatalf("Load of format 4 = %v, want ErrFormat naming it", err)
 	}
 	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{}); !errors.Is(err, ErrFormat) {
-		t.Fatalf("Apply over format 3 = %v, want ErrFormat", err)
+		t.Fatalf("Apply over format 4 = %v, want ErrFormat", err)
 	}
 
 	bad := strings.Replace(orig, `"jobs":10`, `"jobs":11`, 1)
@@ -229,7 +229,7 @@ func TestLoadRefusesNewerFormatAndCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := Apply(ctx, cli, ks, jobs(0, 1, 1), ApplyOptions{ReplaceCorrupt: true}); !errors.Is(err, ErrFormat) {
-		t.Fatalf("Apply with ReplaceCorrupt over format 3 = %v, want ErrFormat", err)
+		t.Fatalf("Apply with ReplaceCorrupt over format 4 = %v, want ErrFormat", err)
 	}
 }
 

@@ -18,11 +18,13 @@ import (
 
 // Format is the newest job set encoding this binary reads and writes.
 // Format 1 stores a version as one run of chunks; format 2 stores it as a
-// part per shard, copy-on-write (parts.go). Apply writes format 2 only when
-// told the cluster's shard count (ApplyOptions.Shards), which its caller
-// gives only when every member reads format 2: a replica of an earlier
-// release refuses a format 2 pointer (ErrFormat) and keeps its last set.
-const Format = 2
+// part per shard, copy-on-write (parts.go); format 3 names those parts
+// through pages, copy-on-write too (pages.go). Apply writes format 2 or 3
+// only when told the cluster's shard count (ApplyOptions.Shards) and the
+// format (ApplyOptions.Format), which its caller gives only when every
+// member reads that format: a replica of an earlier release refuses a
+// newer pointer (ErrFormat) and keeps its last set.
+const Format = 3
 
 // maxChunkDecoded bounds a chunk's decompressed size on read, far above
 // any chunk this package writes, so a damaged value cannot exhaust memory.
@@ -41,6 +43,11 @@ type pointer struct {
 	// grouped by, and the part of each shard that has jobs, in shard order.
 	Shards int       `json:"shards,omitempty"`
 	Parts  []partRef `json:"parts,omitempty"`
+	// PageShards and Pages (format 3): the shards a page covers, and the
+	// pages that name a part, in page order. Parts is not stored then: it
+	// is filled in from the pages (readPages).
+	PageShards int       `json:"page_shards,omitempty"`
+	Pages      []pageRef `json:"pages,omitempty"`
 
 	modRev  int64 // the pointer key's ModRevision; 0 when absent
 	readRev int64 // the revision the pointer was read at
@@ -65,10 +72,25 @@ func decodePointer(v []byte) (pointer, error) {
 	if p.Version <= 0 || p.Chunks < 0 || p.Jobs < 0 {
 		return pointer{}, fmt.Errorf("%w: pointer %+v", ErrCorrupt, p)
 	}
-	if err := p.checkParts(); err != nil {
+	check := p.checkParts
+	if p.Format >= 3 {
+		check = p.checkPages
+	} else if len(p.Pages) != 0 || p.PageShards != 0 {
+		return pointer{}, fmt.Errorf("%w: format %d pointer with pages", ErrCorrupt, p.Format)
+	}
+	if err := check(); err != nil {
 		return pointer{}, fmt.Errorf("%w: pointer: %v", ErrCorrupt, err)
 	}
 	return p, nil
+}
+
+// encode is the stored value of p: a format 3 pointer keeps its parts in
+// its pages.
+func (p pointer) encode() ([]byte, error) {
+	if p.Format >= 3 {
+		p.Parts = nil
+	}
+	return json.Marshal(p)
 }
 
 // encoded is a job set ready to be written: its compressed chunks and the

@@ -32,19 +32,28 @@ var testHookAfterPointer func()
 // exactly one applied version. A cluster without a job set returns an empty
 // set with Version 0. Data in a newer format fails with ErrFormat.
 func Load(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, error) {
-	set, _, err := loadCurrent(ctx, cli, ks, nil)
+	set, _, err := loadCurrent(ctx, cli, ks)
 	return set, err
 }
 
 // loadCurrent is Load that also returns the pointer it followed (modRev 0
 // when there is none), which Apply compare-and-swaps on, and the revision
 // it was read at, which Watch starts from.
-func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache partCache) (config.JobSet, pointer, error) {
-	return loadHeld(ctx, cli, ks, cache, nil)
+// A format 3 pointer is returned with its parts filled in.
+func loadCurrent(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, pointer, error) {
+	return loadHeld(ctx, cli, ks, readCache{}, nil)
+}
+
+// readCache is what a watcher keeps between reads, so that a new pointer
+// costs only the pages and parts it names anew; the zero value keeps
+// nothing.
+type readCache struct {
+	parts partCache
+	pages pageCache
 }
 
 // loadHeld is loadCurrent keeping the jobs of the parts h holds.
-func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache partCache, h *holding) (config.JobSet, pointer, error) {
+func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache readCache, h *holding) (config.JobSet, pointer, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := cli.Get(ctx, ks.JobsCurrent())
 		if err != nil {
@@ -61,7 +70,7 @@ func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cach
 		if testHookAfterPointer != nil {
 			testHookAfterPointer()
 		}
-		set, err := readVersion(ctx, cli, ks, p, resp.Header.Revision, cache, h) // on error, p still says what was current
+		set, err := readVersion(ctx, cli, ks, &p, resp.Header.Revision, cache, h) // on error, p still says what was current
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
 			// pointer may be current by now, so start again from it.
@@ -73,17 +82,26 @@ func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cach
 
 // readVersion reads the set p points to as of revision rev, at which p is
 // known to be the pointer (or to have been written, for a watch event). A
-// format 2 set takes the parts cache holds already, and keeps the jobs of
-// the parts h holds (readParts); a format 1 set is one blob, held whole.
-func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
-	if p.Format >= 2 {
-		return readParts(ctx, cli, ks, p, rev, cache, h)
+// format 3 pointer gets its parts filled in from its pages, taking those
+// cache holds already (readPages). A format 2 or 3 set takes the parts
+// cache holds already, and keeps the jobs of the parts h holds
+// (readParts); a format 1 set is one blob, held whole.
+func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p *pointer, rev int64, cache readCache, h *holding) (config.JobSet, error) {
+	if p.Format >= 3 {
+		if err := readPages(ctx, cli, ks, p, rev, cache.pages); err != nil {
+			return config.JobSet{}, err
+		}
+	} else {
+		clear(cache.pages)
 	}
-	set, err := readBlob(ctx, cli, ks, p, rev)
+	if p.Format >= 2 {
+		return readParts(ctx, cli, ks, *p, rev, cache.parts, h)
+	}
+	set, err := readBlob(ctx, cli, ks, *p, rev)
 	if err == nil {
-		clear(cache)
+		clear(cache.parts)
 		if h != nil {
-			indexWhole(set.Jobs, h.shards, cache)
+			indexWhole(set.Jobs, h.shards, cache.parts)
 		}
 	}
 	return set, err

@@ -110,7 +110,7 @@ func LoadOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space)
 // LoadEffective returns the cluster's job set with its overrides applied
 // (Effective), read at one revision: what replicas run.
 func LoadEffective(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (config.JobSet, error) {
-	set, p, err := loadCurrent(ctx, cli, ks, nil)
+	set, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return set, err
 	}
@@ -204,7 +204,7 @@ func SetSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 }
 
 func setSuspendedOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, name string, suspend bool, opts OverrideOptions) (SuspendResult, bool, error) {
-	set, p, err := loadCurrent(ctx, cli, ks, nil)
+	set, p, err := loadCurrent(ctx, cli, ks)
 	if err != nil {
 		return SuspendResult{}, false, err
 	}

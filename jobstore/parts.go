@@ -60,17 +60,18 @@ func partsPointer(version int64, shards int, parts []partRef) pointer {
 }
 
 // relayout reports whether an unchanged set must be written again for
-// opts: in format 1 over a format 2 set (a reader may need it), or in
-// another layout when opts.Rewrite asks. An empty cluster has every
+// opts: in an older format than it is stored in (a reader may need it),
+// or in another layout when opts.Rewrite asks. An empty cluster has every
 // layout.
 func (p pointer) relayout(opts ApplyOptions) bool {
+	f := opts.format()
 	switch {
 	case p.modRev == 0:
 		return false
-	case opts.Shards == 0:
-		return p.Format != 1
+	case p.Format > f:
+		return true
 	}
-	return opts.Rewrite && (p.Format != 2 || p.Shards != opts.Shards)
+	return opts.Rewrite && (p.Format != f || p.Shards != opts.Shards)
 }
 
 // checkParts checks what a pointer says of its parts against itself.
@@ -328,14 +329,17 @@ func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 }
 
 // collectParts deletes every key of the versions below p's that p does not
-// name: superseded parts, format 1 chunks, and the orphans of failed or
-// crashed applies. A pointer flipped after p names only parts p names or
-// parts of its own, newer version (its apply read p), so nothing a later
-// pointer needs is deleted, however late this runs.
+// name: superseded parts and pages, format 1 chunks, and the orphans of
+// failed or crashed applies. A pointer flipped after p names only parts
+// and pages p names or of its own, newer version (its apply read p), so
+// nothing a later pointer needs is deleted, however late this runs.
 func collectParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer) error {
 	keep := make(map[string]bool, len(p.Parts))
 	for _, r := range p.Parts {
 		keep[ks.JobParts(r.Version, r.Shard)] = true
+	}
+	for _, r := range p.Pages {
+		keep[ks.JobPage(r.Version, r.Page)] = true
 	}
 	from, end := ks.JobSets(), ks.JobSet(p.Version)
 	var errs []error
@@ -347,7 +351,7 @@ func collectParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 		var ops []clientv3.Op
 		for _, kv := range resp.Kvs {
 			k := string(kv.Key)
-			if i := strings.LastIndexByte(k, '.'); i < 0 || !keep[k[:i+1]] {
+			if i := strings.LastIndexByte(k, '.'); !keep[k] && (i < 0 || !keep[k[:i+1]]) {
 				ops = append(ops, clientv3.OpDelete(k))
 			}
 		}

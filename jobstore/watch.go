@@ -153,7 +153,8 @@ type delivered struct {
 type watchState struct {
 	last  delivered
 	good  *config.JobSet
-	parts partCache // the parts of good (format 2), so a change reads only its own
+	parts partCache // the parts of good (format 2, 3), so a change reads only its own
+	pages pageCache // the pages of good (format 3), likewise
 	ptr   pointer   // the pointer good was read from
 }
 
@@ -171,9 +172,9 @@ func (s *watchState) running() int64 {
 // when done).
 func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *watchState, cfg *watchConfig) error {
 	if st.parts == nil {
-		st.parts = partCache{}
+		st.parts, st.pages = partCache{}, pageCache{}
 	}
-	base, p, err := loadHeld(ctx, cli, ks, st.parts, cfg.sink.holding())
+	base, p, err := loadHeld(ctx, cli, ks, readCache{st.parts, st.pages}, cfg.sink.holding())
 	switch {
 	case unusable(err) && p.readRev != 0:
 		cfg.reportBad(ks, p, st.running(), err) // and watch on from here for a good one
@@ -337,7 +338,7 @@ func readPointer(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, k
 		cfg.reportBad(ks, np, running, fmt.Errorf("%w: pointer moved back to version %d", ErrCorrupt, np.Version))
 		return config.JobSet{}, np, false, nil
 	}
-	set, err := readVersion(ctx, cli, ks, np, kv.ModRevision, st.parts, cfg.sink.holding())
+	set, err := readVersion(ctx, cli, ks, &np, kv.ModRevision, readCache{st.parts, st.pages}, cfg.sink.holding())
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return set, np, false, errRelist

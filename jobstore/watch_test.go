@@ -294,7 +294,7 @@ func TestWatchSkipsCorruptionAndNewerFormat(t *testing.T) {
 	delivered("after a damaged pointer", v2, 12)
 
 	// A newer format: reported and skipped too; the set in force stays.
-	put(strings.Replace(orig, `"format":1`, `"format":3`, 1))
+	put(strings.Replace(orig, `"format":1`, `"format":4`, 1))
 	expectNothing("a newer format", 2)
 	if _, err := cli.Delete(testCtx(t, 10*time.Second), ks.JobsCurrent()); err != nil {
 		t.Fatal(err)

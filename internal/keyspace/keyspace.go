@@ -142,6 +142,13 @@ func (s Space) JobPart(version int64, shard, chunk int) string {
 	return fmt.Sprintf("%s%04d", s.JobParts(version, shard), chunk)
 }
 
+// JobPage is one page of a job set version (format 3): the list of the
+// parts of a run of shards, named by the pointer. Its name has no '.', so
+// it never shares a prefix with a part's chunks.
+func (s Space) JobPage(version int64, page int) string {
+	return s.JobSet(version) + "p" + pad(page)
+}
+
 // TickFromKey returns the shard and job name of a job's checkpoint record
 // key; it reports false for the _released marker and any other key.
 func (s Space) TickFromKey(key string) (shard int, job string, ok bool) {

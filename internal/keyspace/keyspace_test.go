@@ -52,6 +52,9 @@ func TestJobKeys(t *testing.T) {
 	if got := s.JobPart(42, 7, 1); got != "/shardcron/prod/jobs/sets/00000000000000000042/00007.0001" {
 		t.Fatalf("JobPart = %q", got)
 	}
+	if got := s.JobPage(42, 3); got != "/shardcron/prod/jobs/sets/00000000000000000042/p00003" {
+		t.Fatalf("JobPage = %q", got)
+	}
 	if s.JobSet(9) >= s.JobSet(10) {
 		t.Fatal("job set versions do not sort numerically")
 	}
