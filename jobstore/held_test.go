@@ -3,6 +3,7 @@ package jobstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -54,14 +55,21 @@ func inShards(js []config.Job, n int, shards ...int) []config.Job {
 // every sharded job, indexes every job, reads a shard's part when it is
 // wanted (and only it), and drops it when it no longer is.
 func TestWatchHeldHoldsWantedShards(t *testing.T) {
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprintf("format=%d", format), func(t *testing.T) { watchHeldHoldsWantedShards(t, format) })
+	}
+}
+
+func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	cli := etcdtest.Start(t).Client(t)
 	ks := keyspace.New("held")
 	const shards = 32
+	opts := ApplyOptions{Shards: shards, Format: format}
 	set := jobs(0, 1000, 1)
 	sharded := job("fan-out", 1)
 	sharded.Items = 8
 	set = append(set, sharded)
-	mustApply(t, cli, ks, set, ApplyOptions{Shards: shards})
+	mustApply(t, cli, ks, set, opts)
 
 	var read atomic.Int64
 	testHookPartsRead = func(n int) { read.Add(int64(n)) }
@@ -105,10 +113,15 @@ func TestWatchHeldHoldsWantedShards(t *testing.T) {
 	// An edit of a shard not held changes the index, not the held jobs.
 	other := slices.IndexFunc(set, func(j config.Job) bool { return keyspace.ShardOf(j.Name, shards) == 5 })
 	set[other].Schedule = "@every 9s"
-	r := mustApply(t, cli, ks, set, ApplyOptions{Shards: shards})
+	before = read.Load()
+	r := mustApply(t, cli, ks, set, opts)
 	h = nextHeld(t, got, "an edit of shard 5")
 	if h.Set.Version != r.Version || h.Index.Version != r.Version || fingerprint(h.Set.Jobs) != fingerprint(inShards(set, shards, 3)) {
 		t.Fatalf("after the edit: version %d (want %d), %d jobs held", h.Set.Version, r.Version, len(h.Set.Jobs))
+	}
+	// The apply reads every part for its diff; the watcher only shard 5's.
+	if n := read.Load() - before; n != shards+1 {
+		t.Fatalf("an edit of one part: %d parts read by the apply and the watcher, want %d", n, shards+1)
 	}
 
 	want.Remove(3, 99) // an older token's release leaves a newer acquisition alone

@@ -156,6 +156,9 @@ type pageEntry struct {
 // pageCache is what a watcher keeps of the pages it read, by page.
 type pageCache map[int]pageEntry
 
+// testHookPagesRead, when set, is told how many pages each read asks for.
+var testHookPagesRead func(n int)
+
 // readPages fills in the parts of p, a format 3 pointer, from its pages
 // as of revision rev, taking those cache holds under the same ref, and
 // checks them as a format 2 pointer's (checkParts). cache, when not nil,
@@ -172,6 +175,9 @@ func readPages(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p *
 	}
 	for len(todo) > 0 {
 		n := min(len(todo), partsPerRead)
+		if testHookPagesRead != nil {
+			testHookPagesRead(n)
+		}
 		ops := make([]clientv3.Op, n)
 		for i, r := range todo[:n] {
 			ops[i] = clientv3.OpGet(ks.JobPage(r.Version, r.Page), clientv3.WithRev(rev))

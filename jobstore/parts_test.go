@@ -180,18 +180,30 @@ func mustJSON(t testing.TB, p pointer) string {
 	return string(b)
 }
 
-// A watcher reads only the parts a change names anew, and delivers the
-// whole set all the same.
+// A watcher reads only the parts (and in format 3 the pages) a change
+// names anew, and delivers the whole set all the same.
 func TestPartsWatchReadsOnlyChangedParts(t *testing.T) {
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprintf("format=%d", format), func(t *testing.T) { watchReadsOnlyChangedParts(t, format) })
+	}
+}
+
+func watchReadsOnlyChangedParts(t *testing.T, format int) {
 	cli := etcdtest.Start(t).Client(t)
 	ks := keyspace.New("partwatch")
 	const shards = 32
+	opts := ApplyOptions{Shards: shards, Format: format}
+	pages := int64(0)
+	if format >= 3 {
+		pages = int64(shards / pageShardsFor(shards))
+	}
 	set := jobs(0, 500, 1)
-	mustApply(t, cli, ks, set, ApplyOptions{Shards: shards})
+	mustApply(t, cli, ks, set, opts)
 
-	var read atomic.Int64
+	var read, readPages atomic.Int64
 	testHookPartsRead = func(n int) { read.Add(int64(n)) }
-	t.Cleanup(func() { testHookPartsRead = nil })
+	testHookPagesRead = func(n int) { readPages.Add(int64(n)) }
+	t.Cleanup(func() { testHookPartsRead, testHookPagesRead = nil, nil })
 	got := make(chan config.JobSet, 16)
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
@@ -207,17 +219,21 @@ func TestPartsWatchReadsOnlyChangedParts(t *testing.T) {
 			return config.JobSet{}
 		}
 	}
-	if s := next("the first set"); len(s.Jobs) != 500 || read.Load() != shards {
-		t.Fatalf("first delivery: %d jobs after reading %d parts, want 500 and %d", len(s.Jobs), read.Load(), shards)
+	if s := next("the first set"); len(s.Jobs) != 500 || read.Load() != shards || readPages.Load() != pages {
+		t.Fatalf("first delivery: %d jobs after reading %d parts and %d pages, want 500, %d and %d", len(s.Jobs), read.Load(), readPages.Load(), shards, pages)
 	}
 	set[42].Schedule = "@every 9s"
 	set[43].Schedule = "@every 9s"
-	r := mustApply(t, cli, ks, set, ApplyOptions{Shards: shards})
+	r := mustApply(t, cli, ks, set, opts)
 	s := next("the edit")
-	// The apply itself reads the current set (every part) for its diff;
-	// the watcher reads only the parts the edit wrote.
-	want := 2*shards + int64(r.Parts)
-	if s.Version != r.Version || fingerprint(s.Jobs) != fingerprint(set) || r.Parts != 2 || read.Load() != want {
-		t.Fatalf("after the edit: version %d (want %d), %d parts written, %d read in all (want 2 and %d)", s.Version, r.Version, r.Parts, read.Load(), want)
+	// The apply itself reads the current set (every page and part) for
+	// its diff; the watcher reads only the pages and parts the edit wrote.
+	want, wantPages := 2*shards+int64(r.Parts), 2*pages+int64(r.Pages)
+	if s.Version != r.Version || fingerprint(s.Jobs) != fingerprint(set) || r.Parts != 2 || read.Load() != want || readPages.Load() != wantPages {
+		t.Fatalf("after the edit: version %d (want %d), %d parts and %d pages written, %d and %d read in all (want 2 parts, and %d and %d)",
+			s.Version, r.Version, r.Parts, r.Pages, read.Load(), readPages.Load(), want, wantPages)
+	}
+	if format >= 3 && (r.Pages < 1 || r.Pages > 2) {
+		t.Fatalf("an edit of two parts wrote %d pages", r.Pages)
 	}
 }
