@@ -54,7 +54,7 @@ var badValues = map[string][]string{
 	"http-tls-key":             {"/nonexistent/http-key.pem"},
 	"item":                     {"Bad Item", ""},
 	"jobs":                     {"/nonexistent/jobs.yaml"},
-	"job-set-format":           {"3", "auto2"},
+	"job-set-format":           {"4", "auto2"},
 	"lease-margin":             {"6s"},
 	"lease-ttl":                {"1s", "2500ms"},
 	"limit":                    {"-1"},

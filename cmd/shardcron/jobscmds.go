@@ -193,7 +193,8 @@ type applyResult struct {
 	Version int64         `json:"version"`
 	Jobs    int           `json:"jobs"`
 	Format  int           `json:"format,omitempty"` // of the version written
-	Parts   int           `json:"parts,omitempty"`  // parts written (format 2)
+	Parts   int           `json:"parts,omitempty"`  // parts written (format 2, 3)
+	Pages   int           `json:"pages,omitempty"`  // pages written (format 3)
 	Chunks  int           `json:"chunks,omitempty"` // chunks written
 	Bytes   int64         `json:"bytes,omitempty"`  // bytes written
 	Diff    jobstore.Diff `json:"diff"`
@@ -219,9 +220,12 @@ suspended whatever the file says; the output lists it. --dry-run prints what
 would change and writes nothing.
 
 Once every member reads job set format 2, the set is stored a part per
-shard and an apply writes only the parts whose jobs changed; while a member
-of an earlier release is up it is stored in format 1, which every release
-reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
+shard and an apply writes only the parts whose jobs changed; once every
+member reads format 3, the parts are named through pages, so that an edit
+also writes only the page that names its part and a small pointer. While a
+member of an earlier release is up the set is stored in the newest format
+every member reads (format 1 when none is up). Before a downgrade, apply
+with --job-set-format set to what the older release reads (1 or 2).`,
 		Args: cobra.NoArgs,
 	}
 	o := bindOutput(c)
@@ -229,8 +233,8 @@ reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		if !slices.Contains([]string{"auto", "1", "2"}, setFormat) {
-			return usageError{fmt.Errorf("--job-set-format %q: want auto, 1 or 2", setFormat)}
+		if !slices.Contains([]string{"auto", "1", "2", "3"}, setFormat) {
+			return usageError{fmt.Errorf("--job-set-format %q: want auto, 1, 2 or 3", setFormat)}
 		}
 		jobs, err := loadJobs(c, file)
 		if err != nil {
@@ -265,7 +269,7 @@ reads. Before a downgrade to such a release, apply with --job-set-format 1.`,
 	f.bind(c)
 	c.Flags().StringVarP(&file, "file", "f", "", "jobs file (required; - for standard input)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change; write nothing")
-	c.Flags().StringVar(&setFormat, "job-set-format", "auto", "how the set is stored: auto (2 once every member reads it, else 1), 1 (every release reads it: write it before a downgrade), or 2 (refused while a member reads only 1)")
+	c.Flags().StringVar(&setFormat, "job-set-format", "auto", "how the set is stored: auto (the newest format every member reads: 3, 2, or 1 while none is up), 1 (every release reads it), 2 or 3 (refused while a member reads only an older one); write the older release's format before a downgrade")
 	c.Flags().BoolVar(&replaceCorrupt, "replace-corrupt", false, "replace a stored job set that fails its checks (damaged in etcd); every job then counts as new")
 	_ = c.MarkFlagRequired("file")
 	return c
@@ -278,11 +282,11 @@ func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []con
 	if err := checkFeatures(ctx, ec, jobs); err != nil {
 		return err
 	}
-	shards, err := jobSetShards(ctx, ec, setFormat)
+	shards, format, err := jobSetLayout(ctx, ec, setFormat)
 	if err != nil {
 		return err
 	}
-	r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards, Rewrite: setFormat != "auto"})
+	r, err := jobstore.Apply(ctx, ec.cli, ec.ks, jobs, jobstore.ApplyOptions{ReplaceCorrupt: replaceCorrupt, Shards: shards, Format: format, Rewrite: setFormat != "auto"})
 	if errors.Is(err, jobstore.ErrCorrupt) {
 		return fmt.Errorf("%w\nthe cluster's stored job set fails its checks; --replace-corrupt replaces it with FILE (every job then counts as new)", err)
 	}
@@ -290,7 +294,7 @@ func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []con
 		return err
 	}
 	res.Applied, res.Version, res.Diff = r.Applied, r.Version, r.Diff
-	res.Format, res.Parts, res.Chunks, res.Bytes = r.Format, r.Parts, r.Chunks, r.Bytes
+	res.Format, res.Parts, res.Pages, res.Chunks, res.Bytes = r.Format, r.Parts, r.Pages, r.Chunks, r.Bytes
 	if r.GCErr != nil {
 		res.GCError = r.GCErr.Error()
 		fmt.Fprintf(c.ErrOrStderr(), "warning: garbage collection of the old version is incomplete (the next apply retries): %v\n", r.GCErr)
@@ -300,10 +304,13 @@ func applyJobs(ctx context.Context, c *cobra.Command, ec *etcdClient, jobs []con
 
 // written says what an apply wrote.
 func written(r applyResult) string {
-	if r.Format >= 2 {
-		return fmt.Sprintf("wrote %d changed parts, %d chunks, %d bytes", r.Parts, r.Chunks, r.Bytes)
+	switch r.Format {
+	case 1:
+		return fmt.Sprintf("wrote %d chunks, %d bytes, format 1 for members of an earlier release", r.Chunks, r.Bytes)
+	case 2:
+		return fmt.Sprintf("wrote %d changed parts, %d chunks, %d bytes, format 2", r.Parts, r.Chunks, r.Bytes)
 	}
-	return fmt.Sprintf("wrote %d chunks, %d bytes, format 1 for members of an earlier release", r.Chunks, r.Bytes)
+	return fmt.Sprintf("wrote %d changed parts, %d chunks, %d bytes, and %d pages", r.Parts, r.Chunks, r.Bytes, r.Pages)
 }
 
 // keptLines lists the jobs an override keeps suspended, for an apply that

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/shard"
 )
 
@@ -39,36 +41,41 @@ func checkFeatures(ctx context.Context, ec *etcdClient, jobs []config.Job) error
 	return nil
 }
 
-// jobSetShards is jobstore.ApplyOptions.Shards for --job-set-format as the
-// cluster stands. auto: its shard count when every member reads job set
-// format 2, so an apply writes only the parts that changed; 0 (format 1,
-// which every release reads) while a member of an earlier release runs,
-// or when none runs, since a replica that starts later may be of any
-// release. "1" is always 0; "2" is refused where auto would write 1.
-func jobSetShards(ctx context.Context, ec *etcdClient, format string) (int, error) {
+// jobSetLayout is jobstore.ApplyOptions.Shards and Format for
+// --job-set-format as the cluster stands. auto: the newest format every
+// member reads (shard.MemberInfo.JobSetFormat; a member key without one is
+// of a release that reads only format 1), with the cluster's shard count
+// for format 2 and 3, so an apply writes only what changed; format 1,
+// which every release reads, when no member runs, since a replica that
+// starts later may be of any release. "1" is always format 1; "2" and "3"
+// are refused where auto would write an older format.
+func jobSetLayout(ctx context.Context, ec *etcdClient, format string) (shards, f int, err error) {
 	if format == "1" {
-		return 0, nil
+		return 0, 1, nil
 	}
 	st, err := shard.ReadState(ctx, ec.cli, ec.ks)
-	var why string
+	reads, why := jobstore.Format, ""
 	switch {
 	case errors.Is(err, shard.ErrNoMeta):
-		why = "the cluster has never run a replica"
+		reads, why = 1, "the cluster has never run a replica"
 	case err != nil:
-		return 0, err
+		return 0, 0, err
 	case len(st.Members) == 0:
-		why = "no replica is up, and one of any release may start"
+		reads, why = 1, "no replica is up, and one of any release may start"
 	}
 	for _, m := range st.Members {
-		if m.JobSetFormat < 2 && why == "" {
-			why = fmt.Sprintf("member %s reads only format 1", m.Node)
+		if r := max(m.JobSetFormat, 1); r < reads {
+			reads, why = r, fmt.Sprintf("member %s reads only format %d", m.Node, r)
 		}
 	}
-	switch {
-	case why == "":
-		return st.Shards, nil
-	case format == "2":
-		return 0, fmt.Errorf("--job-set-format 2: %s", why)
+	f = reads
+	if format != "auto" {
+		if f, err = strconv.Atoi(format); err != nil || f > reads {
+			return 0, 0, fmt.Errorf("--job-set-format %s: %s", format, why)
+		}
 	}
-	return 0, nil
+	if f == 1 {
+		return 0, 1, nil
+	}
+	return st.Shards, f, nil
 }
