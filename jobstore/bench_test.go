@@ -3,7 +3,6 @@ package jobstore
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/shardcron/shardcron/config"
 
@@ -76,19 +75,30 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 }
 
 // BenchmarkApplyOneEdit measures the common change, one job's schedule, on
-// a set of n jobs, in format 1 (every chunk rewritten) and in format 2 with
-// 1,024 shards (the edited shard's part and the pointer); at a million
-// jobs (config.MaxJobs) in format 2 only. Reported besides time: the bytes
-// the apply put into etcd, the changed chunks plus the pointer.
+// a set of n jobs, in format 1 (every chunk rewritten), format 2 with 1,024
+// shards (the edited shard's part and a pointer listing every part) and
+// format 3 (the part, the page naming it and a pointer listing pages); at
+// a million jobs (config.MaxJobs) in formats 2 and 3, and in format 3 at
+// keyspace.MaxShards too. Reported besides time: the bytes the apply put
+// into etcd (Result.Put: keys and values of the chunks, pages, version
+// reservation and pointer).
 func BenchmarkApplyOneEdit(b *testing.B) {
-	type bench struct{ n, shards int }
-	for _, c := range []bench{{10_000, 0}, {10_000, 1024}, {100_000, 0}, {100_000, 1024}, {config.MaxJobs, 1024}} {
-		b.Run(fmt.Sprintf("jobs=%d/format=%d", c.n, min(c.shards, 1)+1), func(b *testing.B) {
+	type bench struct{ n, shards, format int }
+	for _, c := range []bench{
+		{10_000, 0, 1}, {10_000, 1024, 2}, {10_000, 1024, 3},
+		{100_000, 0, 1}, {100_000, 1024, 2}, {100_000, 1024, 3}, {100_000, keyspace.MaxShards, 3},
+		{config.MaxJobs, 1024, 2}, {config.MaxJobs, 1024, 3}, {config.MaxJobs, keyspace.MaxShards, 3},
+	} {
+		name := fmt.Sprintf("jobs=%d/format=%d", c.n, c.format)
+		if c.shards != 1024 && c.shards != 0 {
+			name += fmt.Sprintf("/shards=%d", c.shards)
+		}
+		b.Run(name, func(b *testing.B) {
 			s := etcdtest.Start(b)
 			cli := s.Client(b)
 			ks := keyspace.New("bench")
 			set := jobs(0, c.n, 0)
-			opts := ApplyOptions{Shards: c.shards}
+			opts := ApplyOptions{Shards: c.shards, Format: c.format}
 			mustApply(b, cli, ks, set, opts)
 			var put int64
 			i := 0
@@ -99,13 +109,10 @@ func BenchmarkApplyOneEdit(b *testing.B) {
 				next := append([]config.Job(nil), set...)
 				b.StartTimer()
 				r := mustApply(b, cli, ks, next, opts)
-				b.StopTimer()
-				resp, err := cli.Get(testCtx(b, 10*time.Second), ks.JobsCurrent())
-				if err != nil || !r.Applied {
-					b.Fatalf("edit %d: applied %v, %v", i, r.Applied, err)
+				if !r.Applied || r.Format != c.format {
+					b.Fatalf("edit %d: %+v, want a format %d version applied", i, r, c.format)
 				}
-				put = r.Bytes + int64(len(resp.Kvs[0].Value))
-				b.StartTimer()
+				put = r.Put
 			}
 			b.ReportMetric(float64(put), "put-B/op")
 		})

@@ -9,20 +9,28 @@
 //	                                 version: gzip'd JSON {"format":1,
 //	                                 "jobs":[...]}, each at most
 //	                                 ApplyOptions.ChunkBytes uncompressed
-//	jobs/sets/<version>/<shard>.<c>  format 2: chunk c of one shard's part
-//	                                 (its jobs by name), written by the apply
-//	                                 of that version and named again by
-//	                                 later pointers while they are unchanged
+//	jobs/sets/<version>/<shard>.<c>  format 2 and 3: chunk c of one shard's
+//	                                 part (its jobs by name), written by the
+//	                                 apply of that version and named again
+//	                                 by later pointers while they are
+//	                                 unchanged
+//	jobs/sets/<version>/p<page>      format 3: a page, JSON {"format":3,
+//	                                 "parts":[{s, v, c, j, b, d}]}, the parts
+//	                                 of shards [page×K, (page+1)×K); written
+//	                                 and named again like parts
 //	jobs/current                     the pointer: {format, version, chunks,
 //	                                 jobs, digest}; format 2 adds shards and
-//	                                 parts [{s, v, c, j, b, d}]
+//	                                 parts [{s, v, c, j, b, d}]; format 3
+//	                                 shards, page_shards (K) and pages
+//	                                 [{p, v, n, j, d}] instead of parts
 //	jobs/overrides/<job>             the job's override (suspend, resume):
 //	                                 {format, suspended, changed, resumed,
 //	                                 job_since}; apply never writes it
 //
 // Replicas watch one range, jobs/current and jobs/overrides/
-// (keyspace.JobsWatchEnd), never the chunks. A watcher keeps the parts it
-// decoded and reads only those a new pointer names anew (parts.go). A
+// (keyspace.JobsWatchEnd), never the chunks. A watcher keeps the pages and
+// parts it decoded and reads only those a new pointer names anew (pages.go,
+// parts.go). A
 // replica's watch (WatchHeld, held.go) keeps the jobs of the shards it
 // wants and every sharded job, and of the other parts only an Index
 // (index.go); ReadJobs reads a page's other definitions on demand.
@@ -39,6 +47,26 @@
 // CLI, which sees the older members) rewrites the set in format 1 even when
 // no job changed. From format 1 to 2 an unchanged set waits for its next
 // change, unless ApplyOptions.Rewrite asks (`apply --job-set-format 2`).
+//
+// Format 3 makes the pointer cost what changed too. A format 2 pointer
+// lists every part, about 72 bytes a shard (74 KB at 1,024 shards, 4.7 MB
+// at keyspace.MaxShards, past etcd's request limit), and every apply
+// rewrites it. A format 3 pointer lists pages of K parts each, K the power
+// of two at or above √S, copy-on-write like parts, so a one-job edit writes
+// its part, the page that names it and a pointer of at most √S page refs
+// (about 2.5 KB each at 1,024 shards, 20 KB at 65,536), at the cost of one
+// more read round trip (the pages, then the parts). Its parts are format 2
+// parts: between formats 2 and 3 only the pointer and the pages change.
+// Apply writes format 3 when asked (ApplyOptions.Format 3, with Shards),
+// which `shardcron apply` does when every member key says its replica
+// reads format 3. A replica of 7359ad3 reads formats 1 and 2 and refuses a
+// format 3 pointer (ErrFormat), keeping its last set; its CLI's apply and
+// a --jobs bootstrap refuse it too, changing nothing. So while one runs,
+// applies write format 2; after the upgrade the first apply that changes
+// a job writes format 3 (or `apply --job-set-format 3` at once). Before a
+// downgrade, `apply --job-set-format 2` rewrites the pointer in format 2,
+// naming the same parts, even when no job changed; this release's CLI does
+// that by itself once a format 2 member is up again.
 //
 // # Overrides
 //
@@ -68,12 +96,14 @@
 //   - A job set becomes visible only through one transaction that rewrites
 //     jobs/current, compare-and-swapped on the ModRevision the applier read.
 //     Every chunk of the version is written before that flip, so a reader
-//     that follows the pointer finds all of them.
+//     that follows the pointer finds all of them (and all its pages).
 //   - Readers read the chunks at the pointer's revision (clientv3.WithRev),
 //     so they see exactly one version, never a mix, even while a newer
 //     apply is writing or a garbage collection is deleting; the pointer's
 //     job count and digest (SHA-256 of the uncompressed chunks) are checked
-//     on every read.
+//     on every read, and in format 3 each page's digest (SHA-256 of the
+//     stored page, 128 bits) and counts, then the parts it names as in
+//     format 2.
 //   - Versions increase with every flip: a version is reserved (jobs/seq)
 //     after its applier read the pointer, and a flip succeeds only if no
 //     other flip happened since that read. Hence a version below the current
@@ -81,8 +111,8 @@
 //     collection deletes every version below the one it just flipped to,
 //     including the orphans of failed or crashed applies. In format 2 it
 //     deletes every key of a lower version that the new pointer does not
-//     name: a later pointer names only parts of this one or of its own
-//     version.
+//     name: a later pointer names only parts (and pages) of this one or of
+//     its own version.
 //   - Each job keeps Since (when its name was first applied) for as long as
 //     its name stays in the set; a job that is removed and added again gets
 //     a new Since.

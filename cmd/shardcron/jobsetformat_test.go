@@ -59,21 +59,7 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 	if keyspace.ShardOf("alpha", 16)/4 == keyspace.ShardOf("beta", 16)/4 {
 		pagesWithJobs = 1
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint()}, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	member := func(node, info string) string {
-		t.Helper()
-		key := keyspace.New("formats").Member(node)
-		if _, err := cli.Put(ctx, key, info); err != nil {
-			t.Fatal(err)
-		}
-		return key
-	}
+	member, leave := fakeMembers(t, etcd.Endpoint(), "formats")
 
 	// A member of 7359ad3 (reads formats 1 and 2) beside this release's.
 	lastMain := member("last-main", `{"node":"last-main","started":"2026-12-01T00:00:00Z","format":1,"job_set_format":2}`)
@@ -86,9 +72,7 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 	runs("*/30 * * * * *")
 
 	// The upgrade is done: format 3, once the set changes.
-	if _, err := cli.Delete(ctx, lastMain); err != nil {
-		t.Fatal(err)
-	}
+	leave(lastMain)
 	apply(set("v4.yaml", "*/40 * * * * *"), 3, 1, pagesWithJobs) // the first format 3 version writes every page...
 	runs("*/40 * * * * *")
 	apply(set("v5.yaml", "*/50 * * * * *"), 3, 1, 1) // ...later ones the changed part's page
@@ -107,7 +91,32 @@ func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
 	}
 	apply(set("v6.yaml", "*/15 * * * * *"), 1, 0, 0)
 	runs("*/15 * * * * *")
-	if _, err := cli.Delete(ctx, old); err != nil {
+	leave(old)
+}
+
+// fakeMembers puts and deletes member keys of cluster as a replica of
+// another release would write them, without a lease.
+func fakeMembers(t *testing.T, endpoint, cluster string) (join func(node, info string) string, leave func(key string)) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	join = func(node, info string) string {
+		t.Helper()
+		key := keyspace.New(cluster).Member(node)
+		if _, err := cli.Put(ctx, key, info); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	leave = func(key string) {
+		t.Helper()
+		if _, err := cli.Delete(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return join, leave
 }
