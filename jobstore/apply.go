@@ -233,6 +233,7 @@ func apply(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, jobs []
 	if errors.Is(err, ErrCorrupt) && opts.ReplaceCorrupt && p.modRev != 0 {
 		opts.Logger.Warn("replacing a corrupt job set; every job counts as new", "version", p.Version, "err", err)
 		cur, err = config.JobSet{Version: p.Version}, nil
+		p.Parts, p.Pages = nil, nil // nothing of a corrupt set is named again
 	}
 	if err != nil {
 		return Result{}, err

@@ -104,7 +104,7 @@ func pagedPointer(ks keyspace.Space, p, prev pointer) (pointer, []kv, error) {
 // checkPages checks what a format 3 pointer says of its pages against
 // itself; its parts are checked once its pages are read (readPages).
 func (p pointer) checkPages() error {
-	if p.Shards <= 0 || p.PageShards <= 0 || p.PageShards > p.Shards {
+	if p.Shards <= 0 || p.Shards > keyspace.MaxShards || p.PageShards <= 0 || p.PageShards > p.Shards {
 		return fmt.Errorf("format 3 with %d shards in pages of %d", p.Shards, p.PageShards)
 	}
 	if len(p.Parts) != 0 {
