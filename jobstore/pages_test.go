@@ -1,7 +1,6 @@
 package jobstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -176,10 +175,7 @@ func TestPagesCorruptionRefused(t *testing.T) {
 		edit(&q)
 		_, err = cli.Put(ctx, ks.JobsCurrent(), mustJSON(t, q))
 	}
-	for _, c := range []struct {
-		name   string
-		damage func()
-	}{
+	cases := []damageCase{
 		{"a page replaced by another's bytes", func() { _, err = cli.Put(ctx, pg, string(ov.Kvs[0].Value)) }},
 		{"a page deleted", func() { _, err = cli.Delete(ctx, pg) }},
 		{"a page's digest edited in the pointer", func() { putPointer(func(q *pointer) { q.Pages[1].Digest = q.Pages[2].Digest }) }},
@@ -196,19 +192,8 @@ func TestPagesCorruptionRefused(t *testing.T) {
 			_, err = cli.Put(ctx, ks.JobsCurrent(), strings.Replace(orig, `"pages":`, `"parts":[{"s":1,"v":1,"c":1,"j":1,"b":1,"d":"x"}],"pages":`, 1))
 		}},
 		{"a job count off by one", func() { putPointer(func(q *pointer) { q.Jobs++; q.Pages[0].Jobs++ }) }},
-	} {
-		c.damage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Load(ctx, cli, ks); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("%s: Load = %v, want ErrCorrupt", c.name, err)
-		}
-		restore()
-		if got := mustLoad(t, cli, ks); len(got.Jobs) != 400 {
-			t.Fatalf("after restoring from %s: %d jobs", c.name, len(got.Jobs))
-		}
 	}
+	refusedEach(t, cli, ks, cases, func() error { return err }, restore, 400)
 }
 
 // What an edit puts into etcd besides its part, by format and shard

@@ -142,10 +142,7 @@ func TestPartsCorruptionRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []struct {
-		name   string
-		damage func()
-	}{
+	cases := []damageCase{
 		{"a part replaced by another's bytes", func() { _, err = cli.Put(ctx, part, string(other.Kvs[0].Value)) }},
 		{"a part deleted", func() { _, err = cli.Delete(ctx, part) }},
 		{"a part's digest edited in the pointer", func() {
@@ -156,16 +153,32 @@ func TestPartsCorruptionRefused(t *testing.T) {
 		{"a part moved past the pointer's version", func() {
 			_, err = cli.Put(ctx, ks.JobsCurrent(), strings.Replace(orig, fmt.Sprintf(`"v":%d`, r.Version), fmt.Sprintf(`"v":%d`, r.Version+1), 1))
 		}},
-	} {
+	}
+	refusedEach(t, cli, ks, cases, func() error { return err }, restore, 200)
+}
+
+// damageCase damages a stored set in one way, for refusedEach.
+type damageCase struct {
+	name   string
+	damage func()
+}
+
+// refusedEach damages the set each way in turn (failed reports an error
+// the damage met), checks that Load refuses it with ErrCorrupt, restores
+// it and checks that it loads whole again.
+func refusedEach(t *testing.T, cli *clientv3.Client, ks keyspace.Space, cases []damageCase, failed func() error, restore func(), jobs int) {
+	t.Helper()
+	ctx := testCtx(t, time.Minute)
+	for _, c := range cases {
 		c.damage()
-		if err != nil {
+		if err := failed(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Load(ctx, cli, ks); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("%s: Load = %v, want ErrCorrupt", c.name, err)
 		}
 		restore()
-		if got := mustLoad(t, cli, ks); len(got.Jobs) != 200 {
+		if got := mustLoad(t, cli, ks); len(got.Jobs) != jobs {
 			t.Fatalf("after restoring from %s: %d jobs", c.name, len(got.Jobs))
 		}
 	}
