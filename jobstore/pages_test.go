@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -254,5 +255,29 @@ func BenchmarkPointerBytes(b *testing.B) {
 			b.ReportMetric(float64(p3), "format3-pointer-B")
 			b.ReportMetric(float64(page), "format3-page-B")
 		})
+	}
+}
+
+// Format asks for a layout the shard count can give: 1 without Shards,
+// 2 or 3 with them, nothing newer than this binary writes.
+func TestApplyOptionsFormat(t *testing.T) {
+	for _, c := range []struct {
+		o    ApplyOptions
+		ok   bool
+		want int
+	}{
+		{ApplyOptions{}, true, 1},
+		{ApplyOptions{Shards: 8}, true, 2},
+		{ApplyOptions{Shards: 8, Format: 3}, true, 3},
+		{ApplyOptions{Format: 1}, true, 1},
+		{ApplyOptions{Shards: 8, Format: 1}, false, 0},
+		{ApplyOptions{Format: 3}, false, 0},
+		{ApplyOptions{Shards: 8, Format: Format + 1}, false, 0},
+		{ApplyOptions{Shards: 8, Format: -1}, false, 0},
+	} {
+		err := c.o.Validate()
+		if (err == nil) != c.ok || (c.ok && c.o.format() != c.want) || (!c.ok && !errors.Is(err, ErrInvalidConfig)) {
+			t.Errorf("%+v: Validate = %v, format %d; want ok %v and format %d", c.o, err, c.o.format(), c.ok, c.want)
+		}
 	}
 }
