@@ -81,7 +81,7 @@ func BenchmarkApplyUnchanged(b *testing.B) {
 // a million jobs (config.MaxJobs) in formats 2 and 3, and in format 3 at
 // keyspace.MaxShards too. Reported besides time: the bytes the apply put
 // into etcd (Result.Put: keys and values of the chunks, pages, version
-// reservation and pointer).
+// reservation and pointer), and of that the changed part's stored bytes.
 func BenchmarkApplyOneEdit(b *testing.B) {
 	type bench struct{ n, shards, format int }
 	for _, c := range []bench{
@@ -100,7 +100,7 @@ func BenchmarkApplyOneEdit(b *testing.B) {
 			set := jobs(0, c.n, 0)
 			opts := ApplyOptions{Shards: c.shards, Format: c.format}
 			mustApply(b, cli, ks, set, opts)
-			var put int64
+			var put, part int64
 			i := 0
 			for b.Loop() {
 				i++
@@ -112,9 +112,10 @@ func BenchmarkApplyOneEdit(b *testing.B) {
 				if !r.Applied || r.Format != c.format {
 					b.Fatalf("edit %d: %+v, want a format %d version applied", i, r, c.format)
 				}
-				put = r.Put
+				put, part = r.Put, r.Bytes
 			}
 			b.ReportMetric(float64(put), "put-B/op")
+			b.ReportMetric(float64(part), "part-B/op")
 		})
 	}
 }
