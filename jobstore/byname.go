@@ -2,12 +2,9 @@ package jobstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
@@ -21,16 +18,6 @@ import (
 // part, not the set (a million jobs are hundreds of megabytes decoded). A
 // format 1 set is one blob, read whole.
 func LoadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, names ...string) (config.JobSet, error) {
-	for attempt := 0; ; attempt++ {
-		set, err := loadJobsOnce(ctx, cli, ks, names)
-		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
-			continue // a newer pointer may be current by now
-		}
-		return set, err
-	}
-}
-
-func loadJobsOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, names []string) (config.JobSet, error) {
 	set, p, err := loadNamed(ctx, cli, ks, names)
 	if err != nil || p.modRev == 0 {
 		return set, err
@@ -44,33 +31,21 @@ func loadJobsOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 }
 
 // loadNamed is loadCurrent of only the jobs named, in name order, and
-// without overrides: the pointer, then the parts the names fall in (or a
-// format 1 set's blob) at the pointer's read revision.
+// without overrides: the parts the names fall in (or a format 1 set's
+// blob) at the pointer's read revision.
 func loadNamed(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, names []string) (config.JobSet, pointer, error) {
-	resp, err := cli.Get(ctx, ks.JobsCurrent())
-	if err != nil {
-		return config.JobSet{}, pointer{}, fmt.Errorf("jobstore: read %s: %w", ks.JobsCurrent(), err)
-	}
-	if len(resp.Kvs) == 0 {
-		return config.JobSet{}, pointer{readRev: resp.Header.Revision}, nil
-	}
-	p, err := decodePointer(resp.Kvs[0].Value)
-	if err != nil {
-		return config.JobSet{}, pointer{}, err
-	}
-	p.modRev, p.readRev = resp.Kvs[0].ModRevision, resp.Header.Revision
-	var set config.JobSet
-	if p.Format >= 2 {
-		set, err = readNamedParts(ctx, cli, ks, p, names)
-	} else {
-		set, err = readBlob(ctx, cli, ks, p, p.readRev)
-	}
-	if err != nil {
-		return config.JobSet{}, pointer{}, err
-	}
-	set.Jobs = slices.DeleteFunc(set.Jobs, func(j config.Job) bool { return !slices.Contains(names, j.Name) })
-	slices.SortFunc(set.Jobs, func(a, b config.Job) int { return strings.Compare(a.Name, b.Name) })
-	return set, p, nil
+	return loadWith(ctx, cli, ks, func(p pointer) (config.JobSet, error) {
+		var set config.JobSet
+		var err error
+		if p.Format >= 2 {
+			set, err = readNamedParts(ctx, cli, ks, p, names)
+		} else {
+			set, err = readBlob(ctx, cli, ks, p, p.readRev)
+		}
+		set.Jobs = slices.DeleteFunc(set.Jobs, func(j config.Job) bool { return !slices.Contains(names, j.Name) })
+		slices.SortFunc(set.Jobs, func(a, b config.Job) int { return strings.Compare(a.Name, b.Name) })
+		return set, err
+	})
 }
 
 // readNamedParts reads, at p's revision, the parts of p that names fall

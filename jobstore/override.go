@@ -8,7 +8,6 @@ import (
 	"maps"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/config"
@@ -206,9 +205,6 @@ func SetSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 
 func setSuspendedOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, name string, suspend bool, opts OverrideOptions) (SuspendResult, bool, error) {
 	set, p, err := loadNamed(ctx, cli, ks, []string{name}) // its part, not the set
-	if errors.Is(err, rpctypes.ErrCompacted) {
-		return SuspendResult{}, false, nil // read again, at a newer revision
-	}
 	if err != nil {
 		return SuspendResult{}, false, err
 	}
