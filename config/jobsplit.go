@@ -21,7 +21,9 @@ import (
 // batch of entries each) only when every part parses as a list of as many
 // entries as it has such lines; any problem at all (a YAML
 // error, an alias, an unusual layout) sends the file to parseWhole, which
-// reports exactly what it always did.
+// reports exactly what it always did, but for a YAML error in a later
+// batch, which is found from that batch on (splitFailed.yamlErrorFrom),
+// with the same message.
 
 // jobsLayout is a file split at its entries.
 type jobsLayout struct {
