@@ -101,6 +101,12 @@ func CheckJobsFile(path string, o JobsOptions, each func(*Job)) (int, error) {
 func parseJobs(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
 	r, err := parseSplit(filename, data, o, each)
 	if errors.Is(err, errNotSplit) {
+		var sf *splitFailed
+		if errors.As(err, &sf) {
+			if err := sf.yamlErrorFrom(filename, data); err != nil {
+				return nil, err
+			}
+		}
 		return parseWhole(filename, data, o, each)
 	}
 	return r, err

@@ -21,7 +21,9 @@ import (
 // batch of entries each) only when every part parses as a list of as many
 // entries as it has such lines; any problem at all (a YAML
 // error, an alias, an unusual layout) sends the file to parseWhole, which
-// reports exactly what it always did.
+// reports exactly what it always did, but for a YAML error in a later
+// batch, which is found from that batch on (splitFailed.yamlErrorFrom),
+// with the same message.
 
 // jobsLayout is a file split at its entries.
 type jobsLayout struct {
@@ -69,8 +71,8 @@ func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*
 		return nil, c.err()
 	}
 	r := newJobReader(c, o, defs, len(l.items), each)
-	if !r.readEntries(data, l.items) {
-		return nil, errNotSplit
+	if at := r.readEntries(data, l.items); at >= 0 {
+		return nil, &splitFailed{items: l.items, at: at}
 	}
 	return r.result()
 }
@@ -79,9 +81,10 @@ func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*
 const entryBatch = 256
 
 // readEntries parses and checks the entries on as many goroutines as there
-// are CPUs, a batch each, and takes them in file order. False when an
-// entry is not one parseSplit reads.
-func (r *jobReader) readEntries(data []byte, items []span) bool {
+// are CPUs, a batch each, and takes them in file order. It returns the
+// first entry of the first batch that is not one parseSplit reads, -1 when
+// every batch was.
+func (r *jobReader) readEntries(data []byte, items []span) int {
 	batches := make(chan chan []checked, 2*runtime.GOMAXPROCS(0)) // bounds the batches in flight
 	done := make(chan struct{})
 	defer close(done)
@@ -98,16 +101,18 @@ func (r *jobReader) readEntries(data []byte, items []span) bool {
 			go func() { out <- r.checkBatch(data, b) }()
 		}
 	}()
+	at := 0
 	for out := range batches {
 		cs := <-out
 		if cs == nil {
-			return false
+			return at
 		}
 		for i := range cs {
 			r.take(cs[i])
 		}
+		at += len(cs)
 	}
-	return true
+	return -1
 }
 
 // checkBatch parses and checks the entries b; nil if they are not entries

@@ -99,6 +99,13 @@ func compareSplit(t testing.TB, data []byte) (msg string, ok bool) {
 	w, werr := parseWhole("f.yaml", data, o, nil)
 	s, serr := parseSplit("f.yaml", data, o, nil)
 	if errors.Is(serr, errNotSplit) {
+		// A YAML error found from the failing batch on is parseWhole's.
+		var sf *splitFailed
+		if errors.As(serr, &sf) {
+			if ferr := sf.yamlErrorFrom("f.yaml", data); ferr != nil && fmt.Sprint(ferr) != fmt.Sprint(werr) {
+				t.Errorf("%q:\nfrom the failing batch: %v\nwhole: %v", data, ferr, werr)
+			}
+		}
 		return fmt.Sprint(werr), false
 	}
 	wj, sj := jobsOf(w), jobsOf(s)

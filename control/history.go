@@ -56,7 +56,7 @@ func EtcdLocator(cli *clientv3.Client, ks keyspace.Space) Locator {
 		if err != nil {
 			return nil, false, err
 		}
-		set, err := jobstore.Load(ctx, cli, ks)
+		set, err := jobstore.LoadJobs(ctx, cli, ks, job) // its part, not the set
 		if err != nil {
 			return nil, false, err
 		}

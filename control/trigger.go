@@ -79,7 +79,7 @@ type TriggerResult struct {
 // item of a sharded job ("" for a plain job). by says who asks, for
 // history and logs.
 func Trigger(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, item, by string) (Triggered, error) {
-	set, err := jobstore.LoadEffective(ctx, cli, ks)
+	set, err := jobstore.LoadJobs(ctx, cli, ks, job) // its part, not the set
 	if err != nil {
 		return Triggered{}, err
 	}
@@ -267,7 +267,7 @@ var newID = func() (string, error) {
 // and waits for each (WaitItems). The result is a TriggerResult, or an
 // ItemsTriggerResult for every item; nil when nothing was written.
 func TriggerAndWait(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, job, item, by string, wait time.Duration) (any, error) {
-	set, err := jobstore.LoadEffective(ctx, cli, ks)
+	set, err := jobstore.LoadJobs(ctx, cli, ks, job) // its part, not the set
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,17 @@ type readCache struct {
 
 // loadHeld is loadCurrent keeping the jobs of the parts h holds.
 func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cache readCache, h *holding) (config.JobSet, pointer, error) {
+	return loadWith(ctx, cli, ks, func(p *pointer) (config.JobSet, error) {
+		return readVersion(ctx, cli, ks, p, p.readRev, cache, h)
+	})
+}
+
+// loadWith reads the pointer and then, with read, what it points to at the
+// pointer's read revision, starting over when that revision was compacted
+// meanwhile. read may fill in the pointer (a format 3 pointer's parts,
+// from its pages). On a read error the pointer still says what was
+// current.
+func loadWith(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, read func(*pointer) (config.JobSet, error)) (config.JobSet, pointer, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := cli.Get(ctx, ks.JobsCurrent())
 		if err != nil {
@@ -70,7 +81,7 @@ func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cach
 		if testHookAfterPointer != nil {
 			testHookAfterPointer()
 		}
-		set, err := readVersion(ctx, cli, ks, &p, resp.Header.Revision, cache, h) // on error, p still says what was current
+		set, err := read(&p)
 		if errors.Is(err, rpctypes.ErrCompacted) && attempt < compactedRetries {
 			// The revision was compacted between the two reads: a newer
 			// pointer may be current by now, so start again from it.
@@ -88,7 +99,7 @@ func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cach
 // (readParts); a format 1 set is one blob, held whole.
 func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p *pointer, rev int64, cache readCache, h *holding) (config.JobSet, error) {
 	if p.Format >= 3 {
-		if err := readPages(ctx, cli, ks, p, rev, cache.pages); err != nil {
+		if err := readPages(ctx, cli, ks, p, rev, cache.pages, nil); err != nil {
 			return config.JobSet{}, err
 		}
 	} else {

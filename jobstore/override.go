@@ -204,20 +204,14 @@ func SetSuspended(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, 
 }
 
 func setSuspendedOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, name string, suspend bool, opts OverrideOptions) (SuspendResult, bool, error) {
-	set, p, err := loadCurrent(ctx, cli, ks)
+	set, p, err := loadNamed(ctx, cli, ks, []string{name}) // its part, not the set
 	if err != nil {
 		return SuspendResult{}, false, err
 	}
-	var job *config.Job
-	for i := range set.Jobs {
-		if set.Jobs[i].Name == name {
-			job = &set.Jobs[i]
-			break
-		}
-	}
-	if job == nil {
+	if len(set.Jobs) == 0 {
 		return SuspendResult{}, false, fmt.Errorf("%w: %q is not in the cluster's job set (version %d)", ErrNoJob, name, set.Version)
 	}
+	job := &set.Jobs[0]
 	key := ks.JobOverride(name)
 	resp, err := cli.Get(ctx, key, clientv3.WithRev(p.readRev))
 	if err != nil {

@@ -85,12 +85,9 @@ func (p pointer) checkParts() error {
 	if p.Shards <= 0 {
 		return fmt.Errorf("format %d without a shard count", p.Format)
 	}
-	chunks, jobs, prev := 0, 0, -1
-	for _, r := range p.Parts {
-		if r.Shard <= prev || r.Shard >= p.Shards || r.Version <= 0 || r.Version > p.Version || r.Chunks <= 0 || r.Jobs <= 0 || r.Bytes <= 0 {
-			return fmt.Errorf("part %+v out of order or out of range", r)
-		}
-		prev, chunks, jobs = r.Shard, chunks+r.Chunks, jobs+r.Jobs
+	chunks, jobs, err := p.checkPartRefs(p.Parts)
+	if err != nil {
+		return err
 	}
 	if chunks != p.Chunks || jobs != p.Jobs {
 		return fmt.Errorf("parts hold %d chunks and %d jobs, the pointer says %d and %d", chunks, jobs, p.Chunks, p.Jobs)
@@ -99,6 +96,19 @@ func (p pointer) checkParts() error {
 		return fmt.Errorf("digest %s, its parts make %s", p.Digest, d)
 	}
 	return nil
+}
+
+// checkPartRefs checks refs, some or all of p's parts, for order and
+// range, and returns how many chunks and jobs they hold.
+func (p pointer) checkPartRefs(refs []partRef) (chunks, jobs int, err error) {
+	prev := -1
+	for _, r := range refs {
+		if r.Shard <= prev || r.Shard >= p.Shards || r.Version <= 0 || r.Version > p.Version || r.Chunks <= 0 || r.Jobs <= 0 || r.Bytes <= 0 {
+			return 0, 0, fmt.Errorf("part %+v out of order or out of range", r)
+		}
+		prev, chunks, jobs = r.Shard, chunks+r.Chunks, jobs+r.Jobs
+	}
+	return chunks, jobs, nil
 }
 
 // kv is one key to write.

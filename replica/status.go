@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,16 +52,41 @@ func ReadStatus(ctx context.Context, cli *clientv3.Client, cluster string, jobs 
 	for _, m := range st.Members {
 		out.Members = append(out.Members, MemberView{m, owned[m.Node]})
 	}
-	set, err := jobstore.LoadEffective(ctx, cli, ks) // with suspend overrides
+	set, total, err := readStatusPage(ctx, cli, ks, st.Shards, jobs)
 	if err != nil {
 		return Status{}, err
 	}
 	infos, specs := storedJobs(set, st.Shards, time.Now())
-	q := dashboard.JobsQuery{Limit: jobs, Shard: -1}
-	if out.Jobs, out.JobsTotal, err = readJobs(ctx, cli, ks, infos, specs, st.ShardSet, storedUnits(specs, st.Shards), q, 1); err != nil {
+	q := dashboard.JobsQuery{Limit: len(infos), Shard: -1}
+	if out.Jobs, _, err = readJobs(ctx, cli, ks, infos, specs, st.ShardSet, storedUnits(specs, st.Shards), q, 1); err != nil {
 		return Status{}, err
 	}
+	out.JobsTotal = total
 	return out, nil
+}
+
+// readStatusPage reads the first limit jobs in name order, effective, and
+// how many the set holds, through an index of the set (jobstore.ReadIndex)
+// rather than a copy of it: the command's memory stays that of the index,
+// whatever the set's size. An apply between the two reads can collect a
+// part the index names (jobstore.ErrPartGone): the page is then read again.
+func readStatusPage(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, shards, limit int) (config.JobSet, int, error) {
+	for attempt := 0; ; attempt++ {
+		x, err := jobstore.ReadIndex(ctx, cli, ks, shards)
+		if err != nil {
+			return config.JobSet{}, 0, err
+		}
+		entries, total := x.Select("", -1, 0, limit)
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name
+		}
+		set, err := jobstore.ReadJobs(ctx, cli, ks, x, names)
+		if errors.Is(err, jobstore.ErrPartGone) && attempt < 2 {
+			continue
+		}
+		return set, total, err
+	}
 }
 
 // storedJobs is the job set as the scheduler would list it: each job's

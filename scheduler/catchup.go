@@ -62,6 +62,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 		// inferred from this node's clock (the releaser's may differ), and a
 		// re-run stays marked through every later handoff.
 		handed := !f.Rerun && rel.handed(rec.e.name, f.Tick)
+		rec.nameFire(f)
 		w := &waitTick{rec: rec, tickRef: tickRef{tick: f.Tick, from: reclaimed, rerun: !handed, man: rec.takenOver(f)}}
 		if f.Tick.After(now) {
 			s.pushTimer(timerEntry{at: f.Tick, kind: timerDue, rec: rec, w: w})

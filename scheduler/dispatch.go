@@ -171,7 +171,7 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 		// came due during it); resuming starts from the resume.
 		s.skipTick(w, "job suspended")
 		return decided, true
-	case w.man == nil && !job.Resumed.IsZero() && !rec.e.tickOf(w.tick).After(job.Resumed):
+	case w.man == nil && !job.Resumed.IsZero() && !rec.tickOf(w.tick).After(job.Resumed):
 		// Claimed (or handed over) before a suspension this owner did not
 		// see: no tick at or before the resume runs (config.Job.NotBefore),
 		// a jittered one's fire after it or not.

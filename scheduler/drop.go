@@ -24,7 +24,7 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 // A manual tick is judged by the suspension alone.
 func (rec *jobRec) suspendedFor(o op) bool {
 	job := rec.e.job
-	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !rec.e.tickOf(o.tick).After(job.Resumed))
+	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !rec.tickOf(o.tick).After(job.Resumed))
 }
 
 // dropLanded records a landed due claim as skipped, never started: its

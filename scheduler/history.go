@@ -9,9 +9,9 @@ const DefaultHistoryFlush = 2 * time.Second
 // addHistory keeps e for the next history flush.
 func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
 	// History names ticks as runs do: a jittered fire by its tick.
-	e.Tick = rec.e.tickOf(e.Tick)
+	e.Tick = rec.tickOf(e.Tick)
 	if !e.First.IsZero() {
-		e.First = rec.e.tickOf(e.First)
+		e.First = rec.tickOf(e.First)
 	}
 	rec.hist = append(rec.hist, e)
 	s.histPending(rec)

@@ -44,7 +44,7 @@ type jobEntry struct {
 	sched cronspec.Schedule
 	// was holds the jittered schedules the job's latest edits replaced,
 	// newest first (at most keptScheds): fires they yielded (claimed ahead,
-	// waiting for a slot, a backlog) are named by their own tick (tickOf).
+	// waiting for a slot, a backlog) are named by their own tick (nominal).
 	was   []cronspec.Schedule
 	shard int
 	// next caches the last computed next fire time (Unix nanoseconds; 0:
@@ -172,24 +172,22 @@ func (t *table) lookup(name string) *jobEntry {
 // edits than that while they waited are named as their instants.
 const keptScheds = 4
 
-// tickOf names fire f by its tick: the run's identity (Shardcron-Tick, the
-// idempotency key, history). A fire of a schedule an edit replaced is
-// named by that schedule, which yielded it; a time that is a fire of none
-// (a manual tick) is its own name. A fire of the current schedule and an
-// older one at one instant is one fire: the current one names it.
-func (e *jobEntry) tickOf(f time.Time) time.Time {
-	if len(e.was) == 0 {
-		return cronspec.Nominal(e.sched, f)
-	}
+// nominal names fire f by its tick: the run's identity (Shardcron-Tick,
+// the idempotency key, history). A fire of a schedule an edit replaced is
+// named by that schedule, which yielded it. A fire of the current schedule
+// and an older one at one instant is one fire: the current one names it.
+// ok is false when none of them yielded f (a manual tick, or a fire of a
+// schedule this replica never had: jobRec.tickOf).
+func (e *jobEntry) nominal(f time.Time) (n time.Time, ok bool) {
 	if n, ok := cronspec.NominalOf(e.sched, f); ok {
-		return n
+		return n, true
 	}
 	for _, s := range e.was {
 		if n, ok := cronspec.NominalOf(s, f); ok {
-			return n
+			return n, true
 		}
 	}
-	return f
+	return f, false
 }
 
 // nextAfter returns the entry's next fire time after now, advancing the

@@ -88,6 +88,10 @@ type jobRec struct {
 	// manual holds this generation's manual ticks (trigger.go), by Unix
 	// nanoseconds; nil until the first.
 	manual map[int64]*manual
+	// names holds the ticks the record named for fires taken over
+	// (Flight.Nominal), by the fire's Unix nanoseconds; nil until one. It
+	// grows only at takeover, by at most the record's flights.
+	names map[int64]time.Time
 	// startedHi is the latest scheduled tick this owner started (Unix
 	// nanoseconds): a job removed and added again does not run it twice.
 	startedHi int64
@@ -99,6 +103,30 @@ type jobRec struct {
 	parked    bool  // its record unreadable (a newer format): no more writes this generation
 	removed   bool
 	replacing bool
+}
+
+// tickOf names fire f by its tick (jobEntry.nominal); a fire none of this
+// replica's schedules yielded, taken over in flight, by the tick its
+// record names (Flight.Nominal), and any other time by itself.
+func (rec *jobRec) tickOf(f time.Time) time.Time {
+	if n, ok := rec.e.nominal(f); ok {
+		return n
+	}
+	if n, ok := rec.names[f.UnixNano()]; ok {
+		return n
+	}
+	return f
+}
+
+// nameFire keeps the tick the record named for a fire taken over.
+func (rec *jobRec) nameFire(f Flight) {
+	if f.Nominal.IsZero() || f.Trigger != "" {
+		return
+	}
+	if rec.names == nil {
+		rec.names = make(map[int64]time.Time)
+	}
+	rec.names[f.Tick.UnixNano()] = f.Nominal
 }
 
 func (rec *jobRec) firing() bool {

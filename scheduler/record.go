@@ -64,6 +64,11 @@ type Flight struct {
 	// Trigger is the trigger request's id of a manual tick, which is not
 	// part of the schedule: it never moves LastClaimed.
 	Trigger string `json:"trigger,omitempty"`
+	// Nominal is the tick a jittered fire belongs to, as its claimer named
+	// it (jobRec.tickOf); zero when the fire is its own tick. A later owner
+	// whose schedules never yielded the fire (it started after an edit)
+	// names the run by it.
+	Nominal time.Time `json:"nominal,omitzero"`
 }
 
 // Entry is one run, or a run of skipped ticks, in a job's history.
@@ -167,6 +172,8 @@ type op struct {
 	// opSkip, opDrop of a job that notifies), or the notification
 	// confirmed (opNotified); nil otherwise.
 	note *noteOp
+	// name is a claim's Flight.Nominal: its tick when that is not its fire.
+	name time.Time
 }
 
 // apply returns rec with ops applied by the owner holding token.
@@ -182,7 +189,7 @@ func apply(rec Record, token int64, ops []op) Record {
 			// A re-claim takes over the flight of the same tick left by an
 			// older token.
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) })
-			fl := Flight{Tick: o.tick, Token: token, Rerun: o.rerun}
+			fl := Flight{Tick: o.tick, Token: token, Rerun: o.rerun, Nominal: o.name}
 			if o.man != nil {
 				fl.Trigger = o.man.id
 			} else if o.tick.After(rec.LastClaimed) {

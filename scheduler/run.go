@@ -67,7 +67,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		Node:     s.cfg.Node,
 		Job:      rec.e.job,
 		Item:     rec.e.item,
-		Tick:     rec.e.tickOf(tick), // a jittered fire's identity is its tick
+		Tick:     rec.tickOf(tick), // a jittered fire's identity is its tick
 		Shard:    rec.sh.g.Shard,
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,

@@ -34,7 +34,16 @@ const flushDelay = 100 * time.Millisecond
 // transactions per fire, half the budget.
 const completeDelay = 40 * time.Millisecond
 
-func (rec *jobRec) queue(o op) { rec.queued = append(rec.queued, o) }
+func (rec *jobRec) queue(o op) {
+	if o.kind == opClaim && o.man == nil {
+		// The record names the tick a jittered fire belongs to, for owners
+		// that never saw the schedule that yielded it.
+		if n := rec.tickOf(o.tick); !n.Equal(o.tick) {
+			o.name = n
+		}
+	}
+	rec.queued = append(rec.queued, o)
+}
 
 // markDirty schedules rec's queued changes for the next flush: at once when
 // a run waits for them (urgent), else within flushDelay.

@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
+)
+
+// A jittered fire claimed ahead and handed over keeps its tick at an owner
+// that never saw the schedule that yielded it: the record says which tick
+// the flight is the fire of. The simulator (seed 2317 with jitter) had a
+// successor started after a schedule edit name a handed-over fire of the
+// old schedule by the new one, as the instant itself, and then run the new
+// schedule's own tick of that name unmarked.
+func TestHandedOverJitteredFireKeepsItsTickAfterAnEdit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		const jitter = 8 * time.Second
+		j := jobIn(2, "handed-jitter", "*/10 * * * * *")
+		j.Since, j.Jitter = t0, config.Duration(jitter)
+		ticks, k := roomyTick(t, j, jitter)
+		tick := ticks[k]
+		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		g1, lose1 := h1.grant(2, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(fire.Add(-300 * time.Millisecond))
+		r := h1.store.record(2, j.Name)
+		if !r.LastClaimed.Equal(fire) || len(r.InFlight) != 1 {
+			t.Fatalf("record %+v, want the fire %v claimed ahead", r, fire)
+		}
+		if got := r.InFlight[0].Nominal; !got.Equal(tick) {
+			t.Fatalf("the flight of fire %v names tick %v, want %v", fire, got, tick)
+		}
+		lose1(ErrDeadline) // the fire stays in flight, never started
+
+		edited := j
+		edited.Schedule, edited.Jitter = "*/3 * * * * *", config.Duration(2*time.Second)
+		h2 := newHarnessWith(t, h1.store, nil, nil, edited)
+		defer h2.stop()
+		g2, _ := h2.grant(2, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(fire.Add(10 * time.Second))
+		synctest.Wait()
+
+		if rerun, ran := rerunOf(h2, j.Name, tick); !ran || !rerun {
+			t.Errorf("tick %v (fire %v, handed over in flight): ran %v, marked %v; want it run once more, marked", tick, fire, ran, rerun)
+		}
+		seen := map[time.Time]bool{}
+		for _, r := range h2.runner.of(j.Name) {
+			if !r.Tick.Equal(tick) && r.Tick.Second()%3 != 0 {
+				t.Errorf("run named tick %v: neither the handed-over tick %v nor one of */3", r.Tick, tick)
+			}
+			if seen[r.Tick] && !r.Rerun {
+				t.Errorf("tick %v ran twice unmarked", r.Tick)
+			}
+			seen[r.Tick] = true
+		}
+	})
+}
