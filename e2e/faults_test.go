@@ -163,7 +163,7 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 		}
 		versions = append(versions, fmt.Sprintf("%s %v", img, vs))
 	}
-	c.applyJobs("--job-set-format", "2") // every member reads format 2 again
+	c.applyJobs("--job-set-format", "3") // every member reads format 3 now: the replicas run on it
 	r := c.verify(from, settledTo(), func(first, repeat fire) bool {
 		for _, s := range oldStops {
 			if repeat.Rerun && first.Node == s.node && !first.At.Before(s.from) && !first.At.After(s.to) {
