@@ -117,9 +117,9 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 // 8. Rolling upgrade: every replica, one at a time, to the image of the
 // last landed main (Makefile's E2E_OLD_COMMIT), then back to the current
 // image. The record, marker and history formats must hold both ways. The
-// job set is rewritten in format 1 first, as UPGRADING.md says to before a
-// downgrade (the earlier release reads only format 1), and in format 2
-// again once every replica runs the current image.
+// job set is rewritten in format 1 first (which every release reads), and
+// in format 3, which the earlier release refuses, once every replica runs
+// the current image.
 //
 // One repeat is the earlier release's own: when the drain timeout (3 s here)
 // was shorter than the 5 s kill grace, its drain cut short at once every run
