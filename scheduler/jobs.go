@@ -3,7 +3,9 @@ package scheduler
 import (
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +38,10 @@ type JobInfo struct {
 // own. It is immutable once published, except next, which readers advance
 // lazily.
 type jobEntry struct {
-	job config.Job
+	// job is the definition, shared with whoever handed it over (SetShared)
+	// and never changed: a unit keeps a copy of its own only when its
+	// since differs from the job's (an item added later).
+	job *config.Job
 	// name is the unit's name (config.UnitName): the job's, or
 	// "<job>:<item>"; records, triggers and history are keyed by it.
 	name  string
@@ -45,7 +50,8 @@ type jobEntry struct {
 	// was holds the jittered schedules the job's latest edits replaced,
 	// newest first (at most keptScheds): fires they yielded (claimed ahead,
 	// waiting for a slot, a backlog) are named by their own tick (tickOf).
-	was   []cronspec.Schedule
+	// nil for most jobs: a pointer keeps the entry 16 bytes smaller.
+	was   *[]cronspec.Schedule
 	shard int
 	// next caches the last computed next fire time (Unix nanoseconds; 0:
 	// none computed or none exists) for Jobs().
@@ -82,9 +88,10 @@ func keyOf(j *config.Job, unit string, ownSince bool) schedKey {
 
 // buildTable parses set into a table, reusing prev's entries for unchanged
 // jobs and sharing one Schedule between jobs of the same spec and zone, so a
-// registered job costs little more than its own definition. A sharded job
-// becomes one entry an item, each in the shard of its unit's name.
-func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *slog.Logger) *table {
+// registered job costs little more than its own definition, which it
+// shares. A sharded job becomes one entry an item, each in the shard of its
+// unit's name.
+func buildTable(set SharedSet, prev *table, shards int, now time.Time, log *slog.Logger) *table {
 	t := &table{
 		version: set.Version,
 		rev:     set.Revision,
@@ -94,8 +101,7 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 	}
 	scheds := make(map[schedKey]cronspec.Schedule)
 	seen := make(map[string]bool, len(set.Jobs))
-	for i := range set.Jobs {
-		j := &set.Jobs[i]
+	for _, j := range set.Jobs {
 		if seen[j.Name] {
 			log.Error("duplicate job in job set; keeping the first", "job", j.Name)
 			continue
@@ -124,20 +130,28 @@ func buildTable(set config.JobSet, prev *table, shards int, now time.Time, log *
 			}
 		}
 	}
-	sort.Slice(t.sorted, func(a, b int) bool { return t.sorted[a].job.Name < t.sorted[b].job.Name })
+	if !slices.IsSortedFunc(t.sorted, byJobName) { // held parts come in shard order
+		slices.SortFunc(t.sorted, byJobName)
+	}
 	return t
 }
 
+func byJobName(a, b *jobEntry) int { return strings.Compare(a.job.Name, b.job.Name) }
+
 // entry returns the entry of j's unit for it: prev's when the job did not
-// change, else a new one; nil when the schedule does not parse.
+// change (the same definition, or an equal one), else a new one; nil when
+// the schedule does not parse.
 func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[schedKey]cronspec.Schedule, shards int, now time.Time, log *slog.Logger) *jobEntry {
 	name := config.UnitName(j.Name, it)
-	// The unit's own copy of the job: an item added later starts later.
-	uj := *j
-	uj.Since = j.UnitSince(it)
-	k := keyOf(j, name, !uj.Since.Equal(j.Since))
+	uj := j
+	if since := j.UnitSince(it); !since.Equal(j.Since) {
+		c := *j // the unit's own copy: an item added later starts later
+		c.Since = since
+		uj = &c
+	}
+	k := keyOf(j, name, uj != j)
 	if prev != nil {
-		if old := prev.byName[name]; old != nil && old.item == it && reflect.DeepEqual(old.job, uj) {
+		if old := prev.byName[name]; old != nil && old.item == it && (old.job == uj || reflect.DeepEqual(*old.job, *uj)) {
 			scheds[k] = old.sched
 			return old
 		}
@@ -152,12 +166,22 @@ func (t *table) entry(j *config.Job, it config.Item, prev *table, scheds map[sch
 		scheds[k] = sc
 	}
 	e := &jobEntry{job: uj, name: name, item: it, sched: sc, shard: keyspace.ShardOf(name, shards)}
-	if old := prev.lookup(name); old != nil && (old.job.Jitter > 0 || len(old.was) > 0) {
+	if old := prev.lookup(name); old != nil && (old.job.Jitter > 0 || old.replaced() != nil) {
 		// Only a jittered schedule names a fire other than by its instant.
-		e.was = append([]cronspec.Schedule{old.sched}, old.was[:min(len(old.was), keptScheds-1)]...)
+		was := old.replaced()
+		was = append([]cronspec.Schedule{old.sched}, was[:min(len(was), keptScheds-1)]...)
+		e.was = &was
 	}
 	e.next.Store(unixNano(sc.Next(now)))
 	return e
+}
+
+// replaced is e.was, nil when no schedule of it was replaced.
+func (e *jobEntry) replaced() []cronspec.Schedule {
+	if e.was == nil {
+		return nil
+	}
+	return *e.was
 }
 
 // lookup returns the entry of unit name, nil without one (or a table).
@@ -178,13 +202,13 @@ const keptScheds = 4
 // (a manual tick) is its own name. A fire of the current schedule and an
 // older one at one instant is one fire: the current one names it.
 func (e *jobEntry) tickOf(f time.Time) time.Time {
-	if len(e.was) == 0 {
+	if e.was == nil {
 		return cronspec.Nominal(e.sched, f)
 	}
 	if n, ok := cronspec.NominalOf(e.sched, f); ok {
 		return n
 	}
-	for _, s := range e.was {
+	for _, s := range *e.was {
 		if n, ok := cronspec.NominalOf(s, f); ok {
 			return n
 		}
@@ -211,16 +235,41 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// SetJobs installs a job set. A set that is not newer than the current one
+// SharedSet is a job set whose definitions the scheduler keeps by pointer
+// instead of copying them (SetShared): whoever hands one over never
+// changes a definition afterwards (it replaces it), so one copy of each
+// job serves the holder of the set and the scheduler, and a definition
+// handed over again by the same pointer is known unchanged without
+// comparing it.
+type SharedSet struct {
+	Version, Revision int64 // as config.JobSet's
+	Jobs              []*config.Job
+}
+
+// SetJobs installs a job set, as SetShared, keeping a copy of its jobs:
+// the caller may change set.Jobs afterwards.
+func (s *Scheduler) SetJobs(set config.JobSet) { s.SetShared(sharedCopy(set)) }
+
+// sharedCopy is set as a SharedSet of a copy of its jobs.
+func sharedCopy(set config.JobSet) SharedSet {
+	jobs := slices.Clone(set.Jobs)
+	refs := make([]*config.Job, len(jobs))
+	for i := range jobs {
+		refs[i] = &jobs[i]
+	}
+	return SharedSet{Version: set.Version, Revision: set.Revision, Jobs: refs}
+}
+
+// SetShared installs a job set. A set that is not newer than the current one
 // (config.JobSet.NewerThan) is ignored. It parses every schedule and computes every job's
 // next tick (owned or not) in the caller's goroutine, then hands the table
 // to Run, which re-plans changed jobs of owned shards, starts new ones and
 // stops removed ones. It never blocks on Run.
-func (s *Scheduler) SetJobs(set config.JobSet) {
+func (s *Scheduler) SetShared(set SharedSet) {
 	s.setMu.Lock()
 	defer s.setMu.Unlock()
 	cur := s.table.Load()
-	if cur != nil && !set.NewerThan(config.JobSet{Version: cur.version, Revision: cur.rev}) {
+	if cur != nil && !(config.JobSet{Version: set.Version, Revision: set.Revision}).NewerThan(config.JobSet{Version: cur.version, Revision: cur.rev}) {
 		s.log.Debug("job set ignored: not newer", "version", set.Version, "revision", set.Revision, "current", cur.version)
 		return
 	}
