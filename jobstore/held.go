@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -111,12 +112,23 @@ func (w *Want) serve(gen uint64) {
 	}
 }
 
-// Held is one delivery of WatchHeld: the effective job set restricted to
-// the wanted shards' jobs and every sharded job (format 1: every job), and
-// the index of every job of the set.
+// Held is one delivery of WatchHeld: the effective definitions of the
+// wanted shards' jobs and of every sharded job (format 1: of every job),
+// and the index of every job of the set.
+//
+// Jobs point at the definitions the watch keeps with each part it holds:
+// none of them is ever changed (a changed job comes in a new part, an
+// override as a copy), and an unchanged part hands over the same pointers
+// again, delivery after delivery, so a consumer may keep them instead of
+// copying them, and tell an unchanged job by its pointer.
 type Held struct {
-	Set   config.JobSet
-	Index *Index
+	// Version and Revision are the set's, as in config.JobSet.
+	Version, Revision int64
+	// AppliedAt is when the set's apply committed it (the applier's
+	// clock, stamped right before the flip); zero for a set without one.
+	AppliedAt time.Time
+	Jobs      []*config.Job // in shard, then name order
+	Index     *Index
 }
 
 // WatchHeld is Watch (same contract, options and failure handling) for a
@@ -146,14 +158,40 @@ func (h *heldSink) took()                    { h.gen = h.next }
 func (h *heldSink) changes() <-chan struct{} { return h.want.changed }
 func (h *heldSink) pending() bool            { return h.gen > h.delivered }
 
-// deliver hands the set over with its index, and tells want the holding it
-// reflects. A holding change of a set held whole changes nothing to hand.
-func (h *heldSink) deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool) {
-	if !again || format >= 2 || set.Version != h.version {
-		h.fn(Held{Set: set, Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+// deliver hands the held parts' jobs over, overrides applied, with the
+// index, and tells want the holding it reflects. A holding change of a set
+// held whole changes nothing to hand. set carries no jobs: the parts in
+// cache keep them.
+func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
+	if !again || p.Format >= 2 || set.Version != h.version {
+		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
+			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
 	}
 	h.delivered, h.version = h.gen, set.Version
 	h.want.serve(h.gen)
+}
+
+// heldRefs points at the jobs cache's parts hold (a part not held: its
+// sharded jobs), in shard order, each as ovs makes it (a copy where an
+// override changes it).
+func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
+	shards := slices.Sorted(maps.Keys(cache))
+	n := 0
+	for _, s := range shards {
+		n += len(cache[s].held())
+	}
+	refs := make([]*config.Job, 0, n)
+	for _, s := range shards {
+		jobs := cache[s].held()
+		for i := range jobs {
+			j := &jobs[i]
+			if e, ok := overridden(j, ovs); ok {
+				j = &e
+			}
+			refs = append(refs, j)
+		}
+	}
+	return refs
 }
 
 // holding snapshots want for one read.

@@ -84,6 +84,7 @@ func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p
 		clear(cache)
 		if h != nil {
 			indexWhole(set.Jobs, h.shards, cache)
+			set.Jobs = nil // the cache's parts hold them, as in format 2
 		}
 	}
 	return set, err

@@ -219,8 +219,10 @@ const (
 // newest revision; parts are never rewritten). Parts that cache holds
 // under the same ref are taken from it, not read, unless h now holds a
 // part whose jobs the cache dropped; cache, when not nil, then holds
-// exactly p's parts. The jobs returned are those of the parts h holds, in
-// shard, then name order.
+// exactly p's parts. Without h, the jobs returned are every part's, in
+// shard, then name order; with h, none: the parts h holds keep theirs in
+// cache, and a part read once keeps the same jobs, at the same addresses,
+// for as long as pointers name it.
 func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
 	got := make(map[int]*partIndex, len(p.Parts))
 	var todo []partRef
@@ -254,7 +256,10 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 		}
 		todo = todo[n:]
 	}
-	jobs := heldJobs(p.Parts, got)
+	var jobs []config.Job
+	if h == nil {
+		jobs = joinParts(p.Parts, got)
+	} // held, each part keeps its own jobs: a delivery hands them by pointer (heldSink)
 	if cache != nil {
 		clear(cache)
 		maps.Copy(cache, got)
@@ -262,11 +267,11 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
 }
 
-// heldJobs concatenates the jobs the parts hand over, in part order, and
-// makes each part's own slice a view of the result (got's entries are
-// replaced, never changed: an Index delivered earlier may share them), so
-// a held job is kept once, not once in its part and again in the set.
-func heldJobs(parts []partRef, got map[int]*partIndex) []config.Job {
+// joinParts concatenates the parts' jobs, in part order, and makes each
+// part's own slice a view of the result (got's entries are replaced, never
+// changed), so a job is kept once, not once in its part and again in the
+// set.
+func joinParts(parts []partRef, got map[int]*partIndex) []config.Job {
 	n := 0
 	for _, r := range parts {
 		n += len(got[r.Shard].held())

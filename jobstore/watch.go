@@ -91,7 +91,7 @@ type sink interface {
 	// deliver hands set over, with the parts cache and the pointer it was
 	// read from (format) and the overrides applied to it.
 	// again: only the holding changed since the last delivery.
-	deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool)
+	deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool)
 	// pending reports a holding read but not delivered yet.
 	pending() bool
 }
@@ -103,7 +103,7 @@ func (wholeSink) holding() *holding        { return nil }
 func (wholeSink) took()                    {}
 func (wholeSink) changes() <-chan struct{} { return nil }
 func (wholeSink) pending() bool            { return false }
-func (f wholeSink) deliver(set config.JobSet, _ partCache, _ int, _ map[string]Override, _ bool) {
+func (f wholeSink) deliver(set config.JobSet, _ partCache, _ pointer, _ map[string]Override, _ bool) {
 	f(set)
 }
 
@@ -200,7 +200,7 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st 
 		*last = delivered{rev: rev, version: st.good.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
 		set := Effective(*st.good, ovs.byJob)
 		set.Revision = rev
-		cfg.sink.deliver(set, st.parts, st.ptr.Format, ovs.byJob, again)
+		cfg.sink.deliver(set, st.parts, st.ptr, ovs.byJob, again)
 	}
 	// A listing after a watch failure delivers only what changed meanwhile
 	// (a deleted override lowers the count), not the same set again.
