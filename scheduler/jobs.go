@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,9 +62,9 @@ type table struct {
 	version int64
 	rev     int64                // the set's Revision: suspend and resume overrides change it, not version
 	byName  map[string]*jobEntry // by unit name
-	// sorted holds one entry a job, by name: a sharded job's item 0 stands
-	// for all of its items (Jobs).
-	sorted  []*jobEntry
+	// jobs counts the jobs (a sharded job once); Jobs lists them on
+	// demand rather than the table keeping a sorted copy of every entry.
+	jobs    int
 	byShard [][]*jobEntry // index: shard
 	// items holds each sharded job's units, in item order.
 	items map[string][]*jobEntry
@@ -96,7 +95,6 @@ func buildTable(set SharedSet, prev *table, shards int, now time.Time, log *slog
 		version: set.Version,
 		rev:     set.Revision,
 		byName:  make(map[string]*jobEntry, len(set.Jobs)),
-		sorted:  make([]*jobEntry, 0, len(set.Jobs)),
 		byShard: make([][]*jobEntry, shards),
 	}
 	scheds := make(map[schedKey]cronspec.Schedule)
@@ -120,7 +118,7 @@ func buildTable(set SharedSet, prev *table, shards int, now time.Time, log *slog
 			t.byName[e.name] = e
 			t.byShard[e.shard] = append(t.byShard[e.shard], e)
 			if k == 0 {
-				t.sorted = append(t.sorted, e)
+				t.jobs++
 			}
 			if !it.IsZero() {
 				if t.items == nil {
@@ -130,13 +128,8 @@ func buildTable(set SharedSet, prev *table, shards int, now time.Time, log *slog
 			}
 		}
 	}
-	if !slices.IsSortedFunc(t.sorted, byJobName) { // held parts come in shard order
-		slices.SortFunc(t.sorted, byJobName)
-	}
 	return t
 }
-
-func byJobName(a, b *jobEntry) int { return strings.Compare(a.job.Name, b.job.Name) }
 
 // entry returns the entry of j's unit for it: prev's when the job did not
 // change (the same definition, or an equal one), else a new one; nil when
@@ -275,7 +268,7 @@ func (s *Scheduler) SetShared(set SharedSet) {
 	}
 	t := buildTable(set, cur, s.cfg.Shards, s.now(), s.log)
 	s.table.Store(t)
-	s.log.Info("job set installed", "version", t.version, "revision", t.rev, "jobs", len(t.sorted))
+	s.log.Info("job set installed", "version", t.version, "revision", t.rev, "jobs", t.jobs)
 	select {
 	case s.jobsChanged <- struct{}{}:
 	default: // Run has a signal pending already; it reads the latest table.
@@ -291,10 +284,13 @@ func (s *Scheduler) Jobs() []JobInfo {
 		return nil
 	}
 	now := s.now()
-	out := make([]JobInfo, len(t.sorted))
-	for i, e := range t.sorted {
-		out[i] = s.info(t, e, now)
+	out := make([]JobInfo, 0, t.jobs)
+	for _, e := range t.byName {
+		if e.item.Index == 0 { // the job, or a sharded job's item 0
+			out = append(out, s.info(t, e, now))
+		}
 	}
+	slices.SortFunc(out, func(a, b JobInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -315,9 +311,11 @@ func (s *Scheduler) Job(name string) (JobInfo, bool) {
 // job returns the entry of the job named (a sharded job's item 0), nil if
 // there is none.
 func (t *table) job(job string) *jobEntry {
-	i := sort.Search(len(t.sorted), func(i int) bool { return t.sorted[i].job.Name >= job })
-	if i < len(t.sorted) && t.sorted[i].job.Name == job {
-		return t.sorted[i]
+	if e := t.byName[job]; e != nil {
+		return e
+	}
+	if us := t.items[job]; len(us) > 0 {
+		return us[0]
 	}
 	return nil
 }
