@@ -7,7 +7,10 @@
 # changed and changed back), each timed per replica from the set's commit
 # (the pointer's applied_at, stamped right before the flip) to the
 # replica's "job set installed" log line for that version (the scheduler
-# holds the new table). Same clock: everything runs on this host.
+# holds the new table). Same clock: everything runs on this host. Then
+# (JOIN=1, the default) a 4th replica joins, and each shard it takes is
+# timed from its grant to its jobs held and to its catch-up done (its
+# "shard taken" log lines; binaries from 2026-12-02 on).
 #
 #   bench/heap/edit.sh BIN [JOBS] [EDITS]
 #
@@ -70,4 +73,27 @@ print("edit %s version %s replica r%s lag_s %.3f" % (sys.argv[1], sys.argv[2], s
 	done
 done | tee "$dir/lags"
 awk '{print $8}' "$dir/lags" | sort -n | awk '{a[NR] = $1} END {printf "edit lag over %d: p50 %.3f s max %.3f s\n", NR, a[int((NR + 1) / 2)], a[NR]}'
+if [ "${JOIN:-1}" = 1 ]; then # a 4th replica joins: each shard it takes, from grant to jobs held and to catch-up done
+	a="127.0.0.1:$((port + 14))"
+	t0=$(date +%s.%N)
+	"$BIN" server --cluster edit --node-id r4 --etcd-endpoints "$EP" --http-addr "$a" --shards 1024 --log-format json >"$dir/r4.log" 2>&1 &
+	pids+=($!)
+	stable=0 last=-1
+	for i in $(seq 1 1200); do # until r4's share stays put for 10 s and every shard is owned
+		sleep 1
+		o=$(metric "$a" shardcron_ownership_shards_owned || echo 0)
+		t=0
+		for b in "${addrs[@]}" "$a"; do t=$((t + $(metric "$b" shardcron_ownership_shards_owned || echo 0))); done
+		if [ "${o:-0}" -gt 0 ] && [ "$o" = "$last" ] && [ "$t" = 1024 ]; then stable=$((stable + 1)); else stable=0; fi
+		last=${o:-0}
+		[ $stable -ge 10 ] && break
+	done
+	jq -r 'select(.msg == "shard taken") | "\(.jobs_held_ms) \(.duration_ms) \(.time)"' "$dir/r4.log" >"$dir/taken"
+	echo "join: r4 owns $last shards; started $(date -u -d @"${t0%.*}" +%T)"
+	for f in 1 2; do
+		cut -d' ' -f$f "$dir/taken" | sort -n | awk -v f=$f '{a[NR] = $1} END {printf "join: %s over %d shards: p50 %d ms, max %d ms\n", f == 1 ? "grant to jobs held" : "grant to catch-up done", NR, a[int((NR + 1) / 2)], a[NR]}'
+	done
+	echo "join: last shard taken at $(cut -d' ' -f3 "$dir/taken" | sort | tail -1); r4 heap_inuse $(($(metric "$a" go_memstats_heap_inuse_bytes) >> 20)) MiB"
+	grep -c "not read within the handoff budget" "$dir/r4.log" | sed 's/^/join: shards taken past the handoff budget: /' || true
+fi
 echo "load after: $(cat /proc/loadavg)"
