@@ -25,7 +25,7 @@ func TestBuildTableHashedSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := tb.byName[j.Name]
+		e := tb.lookup(j.Name)
 		if e == nil {
 			t.Fatalf("job %s missing from the table", j.Name)
 		}

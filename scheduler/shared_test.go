@@ -1,13 +1,16 @@
 package scheduler
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/keyspace"
 )
 
 // A set handed over by pointer (SetShared) is kept by pointer: the table
@@ -20,23 +23,23 @@ func TestSharedSetKeepsDefinitionsByPointer(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	a, b := jobIn(1, "a", "*/10 * * * * *"), jobIn(2, "b", "0 * * * * *")
 	one := buildTable(SharedSet{Version: 1, Jobs: []*config.Job{&a, &b}}, nil, testShards, now, log)
-	if one.byName[a.Name].job != &a || one.byName[b.Name].job != &b {
+	if one.lookup(a.Name).job != &a || one.lookup(b.Name).job != &b {
 		t.Fatal("the table copied a shared definition")
 	}
 	b2 := b
 	b2.Timeout = config.Duration(time.Minute)
 	two := buildTable(SharedSet{Version: 2, Jobs: []*config.Job{&a, &b2}}, one, testShards, now, log)
-	if two.byName[a.Name] != one.byName[a.Name] {
+	if two.lookup(a.Name) != one.lookup(a.Name) {
 		t.Error("an unchanged definition, handed by the same pointer, got a new entry")
 	}
-	if two.byName[b.Name] == one.byName[b.Name] || two.byName[b.Name].job != &b2 {
+	if two.lookup(b.Name) == one.lookup(b.Name) || two.lookup(b.Name).job != &b2 {
 		t.Error("a changed definition kept its old entry")
 	}
 
 	set := config.JobSet{Version: 3, Jobs: []config.Job{a}}
 	copied := buildTable(sharedCopy(set), nil, testShards, now, log)
 	set.Jobs[0].Schedule = "@every 5s"
-	if copied.byName[a.Name].job.Schedule != a.Schedule {
+	if copied.lookup(a.Name).job.Schedule != a.Schedule {
 		t.Error("a set installed by SetJobs changed with its caller's slice")
 	}
 }
@@ -52,13 +55,18 @@ func BenchmarkSetSharedOneEdit(b *testing.B) {
 	for i := range jobs {
 		refs[i] = &jobs[i]
 	}
+	// In shard, then name order, as a replica's held parts come.
+	slices.SortFunc(refs, func(a, b *config.Job) int {
+		return cmp.Or(cmp.Compare(keyspace.ShardOf(a.Name, 1024), keyspace.ShardOf(b.Name, 1024)), strings.Compare(a.Name, b.Name))
+	})
+	edit := slices.IndexFunc(refs, func(j *config.Job) bool { return j.Name == jobs[777].Name })
 	s := benchScheduler(b, 1024)
 	s.SetShared(SharedSet{Version: 1, Jobs: refs})
 	for i := 0; b.Loop(); i++ {
 		edited := jobs[777]
 		edited.Timeout = config.Duration(time.Duration(i+1) * time.Second)
 		next := slices.Clone(refs)
-		next[777] = &edited
+		next[edit] = &edited
 		s.SetShared(SharedSet{Version: int64(i + 2), Jobs: next})
 	}
 }
