@@ -23,17 +23,7 @@ BIN=$1 JOBS=${2:-1000000} EDITS=${3:-4}
 go build -o "$dir/jobsgen" ./bench/jobsgen
 "$dir/jobsgen" -yearly -n "$JOBS" >"$dir/base.yaml"
 "$dir/jobsgen" -yearly -n "$JOBS" -edit 777 >"$dir/edit.yaml"
-addrs=()
-for r in 1 2 3; do
-	a="127.0.0.1:$((port + 10 + r))"
-	addrs+=("$a")
-	"$BIN" server --cluster edit --node-id "r$r" --etcd-endpoints "$EP" --http-addr "$a" --shards 1024 --log-format json >"$dir/r$r.log" 2>&1 &
-	pids+=($!)
-done
-for a in "${addrs[@]}"; do
-	for i in $(seq 1 300); do curl -sf "http://$a/healthz" >/dev/null && break; sleep 0.2; done
-done
-sleep 3 # every member registered, so apply writes format 2
+start_replicas "$BIN" edit 3 --shards 1024 --log-format json
 metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m {printf "%d", $2}'; }
 # apply FILE: applies it, waits until every replica runs its version, prints the version.
 apply() {
