@@ -1,13 +1,16 @@
 package jobstore
 
 import (
+	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // A held part hands over the same definitions, at the same addresses, in
@@ -61,5 +64,71 @@ func TestWatchHeldSharesUnchangedDefinitions(t *testing.T) {
 	}
 	if first[set[edited].Name].Schedule == "@every 9s" {
 		t.Error("the edit changed the definition delivered before it")
+	}
+}
+
+// Shards wanted at once are read a batch of parts at a time, each batch
+// delivered as it is read: a shard of the first batch is held (WaitShard)
+// while a later batch is still being read, and Wait returns once all are.
+func TestWatchHeldDeliversWantedPartsABatchAtATime(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	ks := keyspace.New("heldbatch")
+	const shards = 256
+	set := jobs(0, 3000, 1)
+	mustApply(t, cli, ks, set, ApplyOptions{Shards: shards})
+	var withJobs []int
+	for _, j := range set {
+		if s := keyspace.ShardOf(j.Name, shards); !slices.Contains(withJobs, s) {
+			withJobs = append(withJobs, s)
+		}
+	}
+	if len(withJobs) < partsPerRead+10 {
+		t.Fatalf("only %d shards have jobs", len(withJobs))
+	}
+	want := NewWant()
+	got := heldWatch(t, cli, ks, shards, want)
+	nextHeld(t, got, "the first set")
+
+	var reads atomic.Int64
+	release := make(chan struct{})
+	testHookPartsRead = func(int) {
+		if reads.Add(1) > 1 {
+			<-release // every read after the first waits
+		}
+	}
+	t.Cleanup(func() { testHookPartsRead = nil })
+	gens := map[int]uint64{}
+	var last uint64
+	for _, s := range withJobs[:partsPerRead+10] {
+		gens[s] = want.Add(s, 1)
+		last = gens[s]
+	}
+	held := -1
+	poll.Must(t, 30*time.Second, "a shard of the first batch held", poll.True(func() bool {
+		for s, g := range gens {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			err := want.WaitShard(ctx, s, g)
+			cancel()
+			if err == nil {
+				held = s
+				return true
+			}
+		}
+		return false
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	err := want.Wait(ctx, last)
+	cancel()
+	if err == nil {
+		t.Fatalf("every wanted shard held while a read was held back (shard %d held first)", held)
+	}
+	close(release)
+	if err := want.Wait(testCtx(t, 30*time.Second), last); err != nil {
+		t.Fatalf("not every wanted shard held once reads went on: %v", err)
+	}
+	for s := range gens {
+		if err := want.WaitShard(testCtx(t, time.Second), s, gens[s]); err != nil {
+			t.Fatalf("shard %d: %v", s, err)
+		}
 	}
 }

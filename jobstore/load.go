@@ -77,7 +77,8 @@ func loadHeld(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cach
 // the parts h holds (readParts); a format 1 set is one blob, held whole.
 func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
 	if p.Format >= 2 {
-		return readParts(ctx, cli, ks, p, rev, cache, h)
+		set, _, err := readParts(ctx, cli, ks, p, rev, cache, h, 0)
+		return set, err
 	}
 	set, err := readBlob(ctx, cli, ks, p, rev)
 	if err == nil {

@@ -222,10 +222,13 @@ const (
 // exactly p's parts. Without h, the jobs returned are every part's, in
 // shard, then name order; with h, none: the parts h holds keep theirs in
 // cache, and a part read once keeps the same jobs, at the same addresses,
-// for as long as pointers name it.
-func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
+// for as long as pointers name it. limit (0: none) bounds the parts read
+// for jobs cache indexes already; the others stay index-only in cache, and
+// more says so.
+func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding, limit int) (set config.JobSet, more bool, err error) {
 	got := make(map[int]*partIndex, len(p.Parts))
 	var todo []partRef
+	newly := 0
 	for _, r := range p.Parts {
 		c, ok := cache[r.Shard]
 		switch {
@@ -235,7 +238,10 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 			got[r.Shard] = c.drop()
 		case c.jobs != nil:
 			got[r.Shard] = c
+		case limit > 0 && newly >= limit:
+			got[r.Shard], more = c, true // held by a later read
 		default:
+			newly++
 			todo = append(todo, r)
 		}
 	}
@@ -252,7 +258,7 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 				got[r.Shard] = newPartIndex(r, jobs, h.shards, h.holds(r.Shard))
 			}
 		}); err != nil {
-			return config.JobSet{}, err
+			return config.JobSet{}, false, err
 		}
 		todo = todo[n:]
 	}
@@ -264,7 +270,7 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 		clear(cache)
 		maps.Copy(cache, got)
 	}
-	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
+	return config.JobSet{Version: p.Version, Jobs: jobs}, more, nil
 }
 
 // joinParts concatenates the parts' jobs, in part order, and makes each

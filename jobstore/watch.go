@@ -86,6 +86,8 @@ type sink interface {
 	// took says the good set is now the last read's.
 	holding() *holding
 	took()
+	// tookSome says the last read held part of its holding only.
+	tookSome()
 	// changes signals that holding changed (nil: never).
 	changes() <-chan struct{}
 	// deliver hands set over, with the parts cache and the pointer it was
@@ -101,6 +103,7 @@ type wholeSink func(config.JobSet)
 
 func (wholeSink) holding() *holding        { return nil }
 func (wholeSink) took()                    {}
+func (wholeSink) tookSome()                {}
 func (wholeSink) changes() <-chan struct{} { return nil }
 func (wholeSink) pending() bool            { return false }
 func (f wholeSink) deliver(set config.JobSet, _ partCache, _ pointer, _ map[string]Override, _ bool) {
@@ -262,7 +265,7 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		cfg.sink.took() // held whole
 		return nil
 	}
-	set, err := readParts(ctx, cli, ks, st.ptr, 0, st.parts, h)
+	set, more, err := readParts(ctx, cli, ks, st.ptr, 0, st.parts, h, partsPerRead)
 	if errors.Is(err, ErrPartGone) {
 		return errRelist
 	}
@@ -270,7 +273,11 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		return err
 	}
 	st.good = &set
-	cfg.sink.took()
+	if more {
+		cfg.sink.tookSome()
+	} else {
+		cfg.sink.took()
+	}
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (h *holder) Acquired(g scheduler.Grant) {
 	// A lost grant drops the want; a drain drops it earlier (Drain).
 	context.AfterFunc(g.Lost, func() { h.want.Remove(g.Shard, g.Token) })
 	ctx, cancel := context.WithTimeout(g.Lost, h.budget)
-	err := h.want.Wait(ctx, gen)
+	err := h.want.WaitShard(ctx, g.Shard, gen)
 	cancel()
 	if err != nil && g.Lost.Err() == nil {
 		h.log.Warn("shard's jobs not read within the handoff budget; taking the shard, its jobs start once read",
