@@ -29,7 +29,8 @@
 // hands the held definitions over by pointer, never changed, the same
 // pointers while a part is unchanged, so its consumer (the scheduler)
 // keeps them instead of a copy; decoded jobs share their common strings,
-// maps and pointers (share.go).
+// maps and pointers (share.go). Parts newly wanted are read and delivered
+// a batch at a time (Want.WaitShard says when one shard's are held).
 //
 // # Formats and upgrades
 //
