@@ -33,7 +33,12 @@
 // parts.go). A
 // replica's watch (WatchHeld, held.go) keeps the jobs of the shards it
 // wants and every sharded job, and of the other parts only an Index
-// (index.go); ReadJobs reads a page's other definitions on demand.
+// (index.go); ReadJobs reads a page's other definitions on demand. It
+// hands the held definitions over by pointer, never changed, the same
+// pointers while a part is unchanged, so its consumer (the scheduler)
+// keeps them instead of a copy; decoded jobs share their common strings,
+// maps and pointers (share.go). Parts newly wanted are read and delivered
+// a batch at a time (Want.WaitShard says when one shard's are held).
 //
 // # Formats and upgrades
 //

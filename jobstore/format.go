@@ -215,15 +215,16 @@ func compress(b []byte) ([]byte, error) {
 // chunkReader decodes a version's chunks (or a part's) in order and checks
 // them against the pointer (or the part's ref) when done.
 type chunkReader struct {
-	p    pointer
-	part *partRef // nil: a format 1 version
-	sum  hash.Hash
-	next int
-	jobs []config.Job
+	p     pointer
+	part  *partRef // nil: a format 1 version
+	sum   hash.Hash
+	next  int
+	jobs  []config.Job
+	share *sharer // what the jobs it decodes hold alike, held once (share.go)
 }
 
 func newChunkReader(p pointer) *chunkReader {
-	return &chunkReader{p: p, sum: sha256.New(), jobs: make([]config.Job, 0, p.Jobs)}
+	return &chunkReader{p: p, sum: sha256.New(), jobs: make([]config.Job, 0, p.Jobs), share: newSharer()}
 }
 
 // newPartReader reads the part r names; the messages name the part.
@@ -280,6 +281,9 @@ func (r *chunkReader) add(index int, v []byte) error {
 		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
 	r.sum.Write(raw)
+	for i := range c.Jobs {
+		r.share.share(&c.Jobs[i])
+	}
 	r.jobs = append(r.jobs, c.Jobs...)
 	return nil
 }

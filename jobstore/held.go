@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -28,19 +29,23 @@ var ErrPartGone = errors.New("jobstore: job set part replaced by a newer set")
 
 // Want is the set of shards whose jobs a replica holds, changed as it
 // acquires and releases shards. Each change has a generation; Wait tells
-// when every delivery of WatchHeld reflects one.
+// when every delivery of WatchHeld reflects one, WaitShard when one
+// shard's jobs are delivered (the watch reads newly wanted parts a batch
+// at a time and delivers each batch, so the first shards wanted need not
+// wait for the last).
 type Want struct {
 	mu      sync.Mutex
-	shards  map[int]int64 // shard -> the token that wants it
-	gen     uint64        // of the last change
-	served  uint64        // the newest generation delivered
-	changed chan struct{} // cap 1: a change not yet seen by the watch
-	wake    chan struct{} // closed and replaced when served moves
+	shards  map[int]int64  // shard -> the token that wants it
+	gen     uint64         // of the last change
+	served  uint64         // the newest generation delivered
+	heldAt  map[int]uint64 // shard -> the newest generation a delivery held it at
+	changed chan struct{}  // cap 1: a change not yet seen by the watch
+	wake    chan struct{}  // closed and replaced when served or heldAt moves
 }
 
 // NewWant returns an empty Want.
 func NewWant() *Want {
-	return &Want{shards: map[int]int64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
+	return &Want{shards: map[int]int64{}, heldAt: map[int]uint64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
 }
 
 // Add wants shard under token (a newer acquisition replaces an older) and
@@ -73,10 +78,16 @@ func (w *Want) bump() uint64 {
 
 // Wait returns once every later delivery reflects generation gen (its
 // shards' jobs held), or with ctx's error.
-func (w *Want) Wait(ctx context.Context, gen uint64) error {
+func (w *Want) Wait(ctx context.Context, gen uint64) error { return w.WaitShard(ctx, -1, gen) }
+
+// WaitShard returns once a delivery has held shard's jobs as wanted at
+// generation gen or later (every later one holds them too, until the
+// shard is no longer wanted), or with ctx's error. shard -1 waits for
+// every shard wanted at gen (Wait).
+func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
 	for {
 		w.mu.Lock()
-		done, wake := w.served >= gen, w.wake
+		done, wake := w.served >= gen || (shard >= 0 && w.heldAt[shard] >= gen), w.wake
 		w.mu.Unlock()
 		if done {
 			return nil
@@ -100,23 +111,43 @@ func (w *Want) snapshot() (map[int]bool, uint64) {
 	return m, w.gen
 }
 
-// serve records that gen is delivered.
-func (w *Want) serve(gen uint64) {
+// serve records that gen is delivered whole, and that the shards held
+// were delivered at gen held (a part of a holding: gen stays unserved).
+func (w *Want) serve(gen, held uint64, shards []int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	moved := false
 	if gen > w.served {
-		w.served = gen
+		w.served, moved = gen, true
+	}
+	for _, s := range shards {
+		if held > w.heldAt[s] {
+			w.heldAt[s], moved = held, true
+		}
+	}
+	if moved {
 		close(w.wake)
 		w.wake = make(chan struct{})
 	}
 }
 
-// Held is one delivery of WatchHeld: the effective job set restricted to
-// the wanted shards' jobs and every sharded job (format 1: every job), and
-// the index of every job of the set.
+// Held is one delivery of WatchHeld: the effective definitions of the
+// wanted shards' jobs and of every sharded job (format 1: of every job),
+// and the index of every job of the set.
+//
+// Jobs point at the definitions the watch keeps with each part it holds:
+// none of them is ever changed (a changed job comes in a new part, an
+// override as a copy), and an unchanged part hands over the same pointers
+// again, delivery after delivery, so a consumer may keep them instead of
+// copying them, and tell an unchanged job by its pointer.
 type Held struct {
-	Set   config.JobSet
-	Index *Index
+	// Version and Revision are the set's, as in config.JobSet.
+	Version, Revision int64
+	// AppliedAt is when the set's apply committed it (the applier's
+	// clock, stamped right before the flip); zero for a set without one.
+	AppliedAt time.Time
+	Jobs      []*config.Job // in shard, then name order
+	Index     *Index
 }
 
 // WatchHeld is Watch (same contract, options and failure handling) for a
@@ -136,30 +167,74 @@ type heldSink struct {
 	shards    int
 	want      *Want
 	fn        func(Held)
-	next      uint64 // of the holding the last read was asked with
-	gen       uint64 // of the holding the good set was read with
-	delivered uint64 // the holding generation last delivered
-	version   int64  // the version last delivered
+	next      uint64       // of the holding the last read was asked with
+	wanted    map[int]bool // that holding's shards
+	gen       uint64       // of the holding the good set was read with whole
+	delivered uint64       // the holding generation last delivered
+	some      bool         // part of a holding read since the last delivery
+	version   int64        // the version last delivered
 }
 
 func (h *heldSink) took()                    { h.gen = h.next }
 func (h *heldSink) changes() <-chan struct{} { return h.want.changed }
-func (h *heldSink) pending() bool            { return h.gen > h.delivered }
+func (h *heldSink) pending() bool            { return h.gen > h.delivered || h.some }
 
-// deliver hands the set over with its index, and tells want the holding it
-// reflects. A holding change of a set held whole changes nothing to hand.
-func (h *heldSink) deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool) {
-	if !again || format >= 2 || set.Version != h.version {
-		h.fn(Held{Set: set, Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+// tookSome says the last read held only some of its holding's parts: the
+// rest come with the next read, which it asks for.
+func (h *heldSink) tookSome() {
+	h.some = true
+	select {
+	case h.want.changed <- struct{}{}:
+	default:
 	}
-	h.delivered, h.version = h.gen, set.Version
-	h.want.serve(h.gen)
+}
+
+// deliver hands the held parts' jobs over, overrides applied, with the
+// index, and tells want the holding it reflects. A holding change of a set
+// held whole changes nothing to hand. set carries no jobs: the parts in
+// cache keep them.
+func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
+	if !again || p.Format >= 2 || set.Version != h.version {
+		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
+			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+	}
+	h.delivered, h.version, h.some = h.gen, set.Version, false
+	var held []int
+	for s := range h.wanted {
+		if pi := cache[s]; pi == nil || pi.jobs != nil {
+			held = append(held, s)
+		}
+	}
+	h.want.serve(h.gen, h.next, held)
+}
+
+// heldRefs points at the jobs cache's parts hold (a part not held: its
+// sharded jobs), in shard order, each as ovs makes it (a copy where an
+// override changes it).
+func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
+	shards := slices.Sorted(maps.Keys(cache))
+	n := 0
+	for _, s := range shards {
+		n += len(cache[s].held())
+	}
+	refs := make([]*config.Job, 0, n)
+	for _, s := range shards {
+		jobs := cache[s].held()
+		for i := range jobs {
+			j := &jobs[i]
+			if e, ok := overridden(j, ovs); ok {
+				j = &e
+			}
+			refs = append(refs, j)
+		}
+	}
+	return refs
 }
 
 // holding snapshots want for one read.
 func (h *heldSink) holding() *holding {
 	m, gen := h.want.snapshot()
-	h.next = gen
+	h.next, h.wanted = gen, m
 	return &holding{shards: h.shards, want: func(s int) bool { return m[s] }}
 }
 

@@ -78,8 +78,8 @@ func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	got := heldWatch(t, cli, ks, shards, want)
 
 	h := nextHeld(t, got, "the first set")
-	if fingerprint(h.Set.Jobs) != fingerprint(inShards(set, shards)) || h.Index.Len() != len(set) {
-		t.Fatalf("first delivery holds %d jobs and indexes %d, want only the sharded job and %d", len(h.Set.Jobs), h.Index.Len(), len(set))
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards)) || h.Index.Len() != len(set) {
+		t.Fatalf("first delivery holds %d jobs and indexes %d, want only the sharded job and %d", len(h.Jobs), h.Index.Len(), len(set))
 	}
 	names := make([]string, len(set))
 	for i := range set {
@@ -103,8 +103,8 @@ func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	if err := want.Wait(testCtx(t, 10*time.Second), gen); err != nil {
 		t.Fatal(err)
 	}
-	if fingerprint(h.Set.Jobs) != fingerprint(inShards(set, shards, 3)) || !h.Index.Held(3) || h.Index.Held(4) {
-		t.Fatalf("with shard 3 wanted: %d jobs held, want shard 3's and the sharded one", len(h.Set.Jobs))
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards, 3)) || !h.Index.Held(3) || h.Index.Held(4) {
+		t.Fatalf("with shard 3 wanted: %d jobs held, want shard 3's and the sharded one", len(h.Jobs))
 	}
 	if n := read.Load() - before; n != 1 {
 		t.Fatalf("wanting shard 3 read %d parts, want 1", n)
@@ -116,8 +116,8 @@ func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	before = read.Load()
 	r := mustApply(t, cli, ks, set, opts)
 	h = nextHeld(t, got, "an edit of shard 5")
-	if h.Set.Version != r.Version || h.Index.Version != r.Version || fingerprint(h.Set.Jobs) != fingerprint(inShards(set, shards, 3)) {
-		t.Fatalf("after the edit: version %d (want %d), %d jobs held", h.Set.Version, r.Version, len(h.Set.Jobs))
+	if h.Version != r.Version || h.Index.Version != r.Version || fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards, 3)) {
+		t.Fatalf("after the edit: version %d (want %d), %d jobs held", h.Version, r.Version, len(h.Jobs))
 	}
 	// The apply reads every part for its diff; the watcher only shard 5's.
 	if n := read.Load() - before; n != shards+1 {
@@ -127,8 +127,8 @@ func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	want.Remove(3, 99) // an older token's release leaves a newer acquisition alone
 	want.Remove(3, 100)
 	h = nextHeld(t, got, "shard 3 dropped")
-	if fingerprint(h.Set.Jobs) != fingerprint(inShards(set, shards)) || h.Index.Held(3) {
-		t.Fatalf("after dropping shard 3: %d jobs held, want the sharded job alone", len(h.Set.Jobs))
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards)) || h.Index.Held(3) {
+		t.Fatalf("after dropping shard 3: %d jobs held, want the sharded job alone", len(h.Jobs))
 	}
 }
 
@@ -190,8 +190,8 @@ func TestWatchHeldFormat1IsWhole(t *testing.T) {
 	want := NewWant()
 	got := heldWatch(t, cli, ks, 16, want)
 	h := nextHeld(t, got, "the format 1 set")
-	if fingerprint(h.Set.Jobs) != fingerprint(set) || h.Index.Len() != len(set) || !h.Index.Held(3) {
-		t.Fatalf("format 1: %d jobs held, %d indexed, want all %d of both", len(h.Set.Jobs), h.Index.Len(), len(set))
+	if fingerprint(values(h.Jobs)) != fingerprint(set) || h.Index.Len() != len(set) || !h.Index.Held(3) {
+		t.Fatalf("format 1: %d jobs held, %d indexed, want all %d of both", len(h.Jobs), h.Index.Len(), len(set))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -200,11 +200,20 @@ func TestWatchHeldFormat1IsWhole(t *testing.T) {
 	}
 	select {
 	case h := <-got:
-		t.Fatalf("a want change of a set held whole delivered version %d again", h.Set.Version)
+		t.Fatalf("a want change of a set held whole delivered version %d again", h.Version)
 	default:
 	}
 	rs, err := ReadJobs(ctx, cli, ks, h.Index, []string{set[9].Name})
 	if err != nil || len(rs.Jobs) != 1 || rs.Jobs[0].Name != set[9].Name {
 		t.Fatalf("ReadJobs of a format 1 set = %v, %v", rs.Jobs, err)
 	}
+}
+
+// values copies the definitions a delivery points at.
+func values(refs []*config.Job) []config.Job {
+	out := make([]config.Job, len(refs))
+	for i, j := range refs {
+		out[i] = *j
+	}
+	return out
 }

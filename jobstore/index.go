@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +15,9 @@ import (
 // row is shown under (a sharded job's item 0's) and its item count. A
 // replica that holds only its own shards' jobs (WatchHeld) pages, counts
 // and routes by it, and reads the definitions it lacks on demand
-// (ReadJobs). It costs the name's bytes plus about 20 bytes a job
-// (BenchmarkIndexBytesPerJob).
+// (ReadJobs). It costs the name's bytes plus about 8 bytes a job
+// (BenchmarkIndexBytesPerJob): where each name ends, and its place in name
+// order once paged.
 //
 // An Index is immutable once delivered, and safe for concurrent use.
 type Index struct {
@@ -27,18 +29,23 @@ type Index struct {
 	total             int
 
 	sortOnce sync.Once
-	sorted   []uint64 // part shard << 32 | position, in name order; built on first use
+	order    []*partIndex // the parts in shard order, built with sorted
+	starts   []int        // starts[k]: the ordinal of order[k]'s first job
+	sorted   []uint32     // ordinals (parts in shard order, then position), in name order; built on first use
 }
 
 // partIndex is one part's jobs, in name order, and, when the part is held,
 // their definitions.
 type partIndex struct {
-	ref   partRef      // zero for a format 1 set
-	names string       // the names, concatenated
-	ends  []int32      // ends[i] is where name i ends in names
-	rows  []int32      // the row shard of each job
-	items []int32      // item counts; nil when no job of the part has items
-	jobs  []config.Job // the definitions, applied (no overrides); nil when not held
+	ref   partRef // zero for a format 1 set
+	shard int32   // the part's: every job's ShardOf(name)
+	names string  // the names, concatenated
+	ends  []int32 // ends[i] is where name i ends in names
+	// items are the item counts and rows each job's row shard, when a job
+	// of the part has items (its row is its item 0's shard); else nil: no
+	// items, and every row is the part's shard.
+	items, rows []int32
+	jobs        []config.Job // the definitions, applied (no overrides); nil when not held
 	// sharded are the part's sharded jobs when it is not held: their
 	// items fall in every shard, so every replica holds them.
 	sharded []config.Job
@@ -51,28 +58,36 @@ type IndexEntry struct {
 	Items int // 0 for a job without items
 }
 
-// newPartIndex indexes jobs (one part's, in name order); held keeps jobs.
+// newPartIndex indexes jobs (one part's, in name order, freshly decoded);
+// held keeps jobs.
 func newPartIndex(ref partRef, jobs []config.Job, shards int, held bool) *partIndex {
-	pi := &partIndex{ref: ref, ends: make([]int32, len(jobs)), rows: make([]int32, len(jobs))}
+	pi := &partIndex{ref: ref, ends: make([]int32, len(jobs))}
+	if len(jobs) > 0 {
+		pi.shard = int32(keyspace.ShardOf(jobs[0].Name, shards))
+	}
 	var b strings.Builder
 	for i := range jobs {
 		j := &jobs[i]
 		b.WriteString(j.Name)
 		pi.ends[i] = int32(b.Len())
-		row := j.Name
 		if n := j.ItemCount(); n > 0 {
 			if pi.items == nil {
-				pi.items = make([]int32, len(jobs))
+				pi.items, pi.rows = make([]int32, len(jobs)), make([]int32, len(jobs))
+				for k := range pi.rows {
+					pi.rows[k] = pi.shard
+				}
 			}
 			pi.items[i] = int32(n)
-			row = config.UnitName(j.Name, j.Item(0))
+			pi.rows[i] = int32(keyspace.ShardOf(config.UnitName(j.Name, j.Item(0)), shards))
 		}
-		pi.rows[i] = int32(keyspace.ShardOf(row, shards))
 	}
 	pi.names = b.String()
 	pi.jobs = jobs
 	if !held {
 		return pi.drop()
+	}
+	for i := range jobs { // a held job's name is its index entry's, not a copy
+		jobs[i].Name = pi.name(i)
 	}
 	return pi
 }
@@ -87,8 +102,16 @@ func (pi *partIndex) name(i int) string {
 	return pi.names[lo:pi.ends[i]]
 }
 
+// row is job i's row shard.
+func (pi *partIndex) row(i int) int {
+	if pi.rows == nil {
+		return int(pi.shard)
+	}
+	return int(pi.rows[i])
+}
+
 func (pi *partIndex) entry(i int) IndexEntry {
-	e := IndexEntry{Name: pi.name(i), Shard: int(pi.rows[i])}
+	e := IndexEntry{Name: pi.name(i), Shard: pi.row(i)}
 	if pi.items != nil {
 		e.Items = int(pi.items[i])
 	}
@@ -178,9 +201,8 @@ func (x *Index) Select(search string, shard, offset, limit int) ([]IndexEntry, i
 	var page []IndexEntry
 	total := 0
 	for _, k := range x.sorted {
-		pi := x.parts[int(k>>32)]
-		i := int(uint32(k))
-		if shard >= 0 && int(pi.rows[i]) != shard {
+		pi, i := x.at(k)
+		if shard >= 0 && pi.row(i) != shard {
 			continue
 		}
 		if search != "" && !strings.Contains(pi.name(i), search) {
@@ -195,15 +217,27 @@ func (x *Index) Select(search string, shard, offset, limit int) ([]IndexEntry, i
 }
 
 // sort orders every job by name, once per index: each part is in name
-// order already, so this is a merge by a sort of small keys.
+// order already, so this is a merge by a sort of small keys, each a job's
+// ordinal (its part's first ordinal, in shard order, plus its position).
 func (x *Index) sort() {
-	keys := make([]uint64, 0, x.total)
-	for s, pi := range x.parts {
-		for i := range pi.len() {
-			keys = append(keys, uint64(s)<<32|uint64(i))
-		}
+	x.order = slices.SortedFunc(maps.Values(x.parts), func(a, b *partIndex) int { return cmp.Compare(a.shard, b.shard) })
+	x.starts = make([]int, len(x.order))
+	n := 0
+	for k, pi := range x.order {
+		x.starts[k] = n
+		n += pi.len()
 	}
-	name := func(k uint64) string { return x.parts[int(k>>32)].name(int(uint32(k))) }
-	slices.SortFunc(keys, func(a, b uint64) int { return cmp.Compare(name(a), name(b)) })
+	keys := make([]uint32, n)
+	for k := range keys {
+		keys[k] = uint32(k)
+	}
+	name := func(k uint32) string { pi, i := x.at(k); return pi.name(i) }
+	slices.SortFunc(keys, func(a, b uint32) int { return strings.Compare(name(a), name(b)) })
 	x.sorted = keys
+}
+
+// at is the part and position of ordinal k (sort).
+func (x *Index) at(k uint32) (*partIndex, int) {
+	p, _ := slices.BinarySearch(x.starts, int(k)+1)
+	return x.order[p-1], int(k) - x.starts[p-1]
 }

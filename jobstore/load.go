@@ -106,13 +106,15 @@ func readVersion(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p
 		clear(cache.pages)
 	}
 	if p.Format >= 2 {
-		return readParts(ctx, cli, ks, *p, rev, cache.parts, h)
+		set, _, err := readParts(ctx, cli, ks, *p, rev, cache.parts, h, 0)
+		return set, err
 	}
 	set, err := readBlob(ctx, cli, ks, *p, rev)
 	if err == nil {
 		clear(cache.parts)
 		if h != nil {
 			indexWhole(set.Jobs, h.shards, cache.parts)
+			set.Jobs = nil // the cache's parts hold them, as in format 2
 		}
 	}
 	return set, err

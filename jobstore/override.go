@@ -133,8 +133,8 @@ func Effective(set config.JobSet, ovs map[string]Override) config.JobSet {
 	copied := false
 	for i := range set.Jobs {
 		j := &set.Jobs[i]
-		o, ok := ovs[j.Name]
-		if !ok || !o.appliesTo(j) || (!o.Suspended && !o.Resumed.After(j.Resumed)) {
+		e, ok := overridden(j, ovs)
+		if !ok {
 			continue
 		}
 		if !copied {
@@ -142,19 +142,32 @@ func Effective(set config.JobSet, ovs map[string]Override) config.JobSet {
 			out.FileSuspend = maps.Clone(set.FileSuspend)
 			copied = true
 		}
-		e := &out.Jobs[i]
-		if o.Suspended {
+		out.Jobs[i] = e
+		if ovs[j.Name].Suspended {
 			if out.FileSuspend == nil {
 				out.FileSuspend = map[string]bool{}
 			}
 			out.FileSuspend[j.Name] = j.Suspend
-			e.Suspend = true
-		}
-		if o.Resumed.After(e.Resumed) {
-			e.Resumed = o.Resumed
 		}
 	}
 	return out
+}
+
+// overridden is j as its override in ovs makes it, and whether that
+// differs from j (a copy: j is left as it is).
+func overridden(j *config.Job, ovs map[string]Override) (config.Job, bool) {
+	o, ok := ovs[j.Name]
+	if !ok || !o.appliesTo(j) || (!o.Suspended && !o.Resumed.After(j.Resumed)) {
+		return config.Job{}, false
+	}
+	e := *j
+	if o.Suspended {
+		e.Suspend = true
+	}
+	if o.Resumed.After(e.Resumed) {
+		e.Resumed = o.Resumed
+	}
+	return e, true
 }
 
 // OverrideOptions tunes SetSuspended.

@@ -230,11 +230,16 @@ const (
 // newest revision; parts are never rewritten). Parts that cache holds
 // under the same ref are taken from it, not read, unless h now holds a
 // part whose jobs the cache dropped; cache, when not nil, then holds
-// exactly p's parts. The jobs returned are those of the parts h holds, in
-// shard, then name order.
-func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding) (config.JobSet, error) {
+// exactly p's parts. Without h, the jobs returned are every part's, in
+// shard, then name order; with h, none: the parts h holds keep theirs in
+// cache, and a part read once keeps the same jobs, at the same addresses,
+// for as long as pointers name it. limit (0: none) bounds the parts read
+// for jobs cache indexes already; the others stay index-only in cache, and
+// more says so.
+func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p pointer, rev int64, cache partCache, h *holding, limit int) (set config.JobSet, more bool, err error) {
 	got := make(map[int]*partIndex, len(p.Parts))
 	var todo []partRef
+	newly := 0
 	for _, r := range p.Parts {
 		c, ok := cache[r.Shard]
 		switch {
@@ -244,7 +249,10 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 			got[r.Shard] = c.drop()
 		case c.jobs != nil:
 			got[r.Shard] = c
+		case limit > 0 && newly >= limit:
+			got[r.Shard], more = c, true // held by a later read
 		default:
+			newly++
 			todo = append(todo, r)
 		}
 	}
@@ -261,23 +269,26 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 				got[r.Shard] = newPartIndex(r, jobs, h.shards, h.holds(r.Shard))
 			}
 		}); err != nil {
-			return config.JobSet{}, err
+			return config.JobSet{}, false, err
 		}
 		todo = todo[n:]
 	}
-	jobs := heldJobs(p.Parts, got)
+	var jobs []config.Job
+	if h == nil {
+		jobs = joinParts(p.Parts, got)
+	} // held, each part keeps its own jobs: a delivery hands them by pointer (heldSink)
 	if cache != nil {
 		clear(cache)
 		maps.Copy(cache, got)
 	}
-	return config.JobSet{Version: p.Version, Jobs: jobs}, nil
+	return config.JobSet{Version: p.Version, Jobs: jobs}, more, nil
 }
 
-// heldJobs concatenates the jobs the parts hand over, in part order, and
-// makes each part's own slice a view of the result (got's entries are
-// replaced, never changed: an Index delivered earlier may share them), so
-// a held job is kept once, not once in its part and again in the set.
-func heldJobs(parts []partRef, got map[int]*partIndex) []config.Job {
+// joinParts concatenates the parts' jobs, in part order, and makes each
+// part's own slice a view of the result (got's entries are replaced, never
+// changed), so a job is kept once, not once in its part and again in the
+// set.
+func joinParts(parts []partRef, got map[int]*partIndex) []config.Job {
 	n := 0
 	for _, r := range parts {
 		n += len(got[r.Shard].held())

@@ -86,12 +86,14 @@ type sink interface {
 	// took says the good set is now the last read's.
 	holding() *holding
 	took()
+	// tookSome says the last read held part of its holding only.
+	tookSome()
 	// changes signals that holding changed (nil: never).
 	changes() <-chan struct{}
 	// deliver hands set over, with the parts cache and the pointer it was
 	// read from (format) and the overrides applied to it.
 	// again: only the holding changed since the last delivery.
-	deliver(set config.JobSet, cache partCache, format int, ovs map[string]Override, again bool)
+	deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool)
 	// pending reports a holding read but not delivered yet.
 	pending() bool
 }
@@ -101,9 +103,10 @@ type wholeSink func(config.JobSet)
 
 func (wholeSink) holding() *holding        { return nil }
 func (wholeSink) took()                    {}
+func (wholeSink) tookSome()                {}
 func (wholeSink) changes() <-chan struct{} { return nil }
 func (wholeSink) pending() bool            { return false }
-func (f wholeSink) deliver(set config.JobSet, _ partCache, _ int, _ map[string]Override, _ bool) {
+func (f wholeSink) deliver(set config.JobSet, _ partCache, _ pointer, _ map[string]Override, _ bool) {
 	f(set)
 }
 
@@ -201,7 +204,7 @@ func watchOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st 
 		*last = delivered{rev: rev, version: st.good.Version, ovRev: ovs.maxRev, ovN: len(ovs.byJob)}
 		set := Effective(*st.good, ovs.byJob)
 		set.Revision = rev
-		cfg.sink.deliver(set, st.parts, st.ptr.Format, ovs.byJob, again)
+		cfg.sink.deliver(set, st.parts, st.ptr, ovs.byJob, again)
 	}
 	// A listing after a watch failure delivers only what changed meanwhile
 	// (a deleted override lowers the count), not the same set again.
@@ -263,7 +266,7 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		cfg.sink.took() // held whole
 		return nil
 	}
-	set, err := readParts(ctx, cli, ks, st.ptr, 0, st.parts, h)
+	set, more, err := readParts(ctx, cli, ks, st.ptr, 0, st.parts, h, partsPerRead)
 	if errors.Is(err, ErrPartGone) {
 		return errRelist
 	}
@@ -271,7 +274,11 @@ func rehold(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, st *wa
 		return err
 	}
 	st.good = &set
-	cfg.sink.took()
+	if more {
+		cfg.sink.tookSome()
+	} else {
+		cfg.sink.took()
+	}
 	return nil
 }
 

@@ -39,8 +39,11 @@ func newHolder(sched *scheduler.Scheduler, want *jobstore.Want, log *slog.Logger
 }
 
 // Acquired wants the shard's jobs, waits for them within the budget (or
-// until the grant is lost), then hands the grant to the scheduler.
+// until the grant is lost), then hands the grant to the scheduler, and
+// logs how long the jobs took to arrive and the whole handoff took (until
+// catch-up was decided and the timers armed).
 func (h *holder) Acquired(g scheduler.Grant) {
+	start := time.Now()
 	h.mu.Lock()
 	h.tokens[g.Shard] = g.Token
 	h.mu.Unlock()
@@ -48,13 +51,15 @@ func (h *holder) Acquired(g scheduler.Grant) {
 	// A lost grant drops the want; a drain drops it earlier (Drain).
 	context.AfterFunc(g.Lost, func() { h.want.Remove(g.Shard, g.Token) })
 	ctx, cancel := context.WithTimeout(g.Lost, h.budget)
-	err := h.want.Wait(ctx, gen)
+	err := h.want.WaitShard(ctx, g.Shard, gen)
 	cancel()
 	if err != nil && g.Lost.Err() == nil {
 		h.log.Warn("shard's jobs not read within the handoff budget; taking the shard, its jobs start once read",
 			"shard", g.Shard, "token", g.Token, "budget", h.budget)
 	}
+	held := time.Since(start)
 	h.Scheduler.Acquired(g)
+	h.log.Info("shard taken", "shard", g.Shard, "token", g.Token, "jobs_held_ms", held.Milliseconds(), "duration_ms", time.Since(start).Milliseconds())
 }
 
 // Drain drains the shard, then stops wanting its jobs: the scheduler no

@@ -68,12 +68,12 @@ func holdsOwnShards(t *testing.T, r *Replica, jobs []config.Job, shards int) boo
 			want++
 		}
 	}
-	for _, j := range h.Set.Jobs {
+	for _, j := range h.Jobs {
 		if st.ShardSet[keyspace.ShardOf(j.Name, shards)].Owner != r.cfg.Node {
 			return false
 		}
 	}
-	return len(h.Set.Jobs) == want
+	return len(h.Jobs) == want
 }
 
 // logged keeps every log message, for checking what was said.
@@ -160,7 +160,7 @@ func TestReplicasHoldOwnShardsAndFetchOnHandoff(t *testing.T) {
 		st, err := shard.ReadState(ctx, cli, ks)
 		return err == nil && st.Unowned == 0 && len(st.Members) == 2 &&
 			holdsOwnShards(t, a, jobs, shards) && holdsOwnShards(t, b, jobs, shards) &&
-			len(a.cat.held.Load().Set.Jobs) > 0 && len(b.cat.held.Load().Set.Jobs) > 0
+			len(a.cat.held.Load().Jobs) > 0 && len(b.cat.held.Load().Jobs) > 0
 	}))
 	st, err := shard.ReadState(ctx, cli, ks)
 	if err != nil {
@@ -184,7 +184,7 @@ func TestReplicasHoldOwnShardsAndFetchOnHandoff(t *testing.T) {
 				return false
 			}
 		}
-		return holdsOwnShards(t, a, jobs, shards) && len(a.cat.held.Load().Set.Jobs) == len(jobs)
+		return holdsOwnShards(t, a, jobs, shards) && len(a.cat.held.Load().Jobs) == len(jobs)
 	}))
 	if logs.said("shard's jobs not read within the handoff budget") {
 		t.Error("an acquisition went ahead without its shard's jobs")

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,13 +20,19 @@ import (
 // (jobstore.EachPart), a batch of parts at a time, off the watch's
 // goroutine, so a replica holding only its own shards still counts it
 // whole without keeping it.
+//
+// lag is how long a new version took from its apply's commit (the flip,
+// stamped applied_at on the applier's clock) to this replica's scheduler
+// holding it: the time an edit takes to reach the owner of its job.
 type jobSetMetrics struct {
-	version, size, drift prometheus.Gauge
-	bootstrap            []config.Job         // nil: no --jobs, no drift
-	driftOf              chan *jobstore.Index // cap 1: the newest index not counted yet
+	version, size, drift, lag prometheus.Gauge
+	bootstrap                 []config.Job         // nil: no --jobs, no drift
+	driftOf                   chan *jobstore.Index // cap 1: the newest index not counted yet
+	log                       *slog.Logger
+	last                      int64 // the version lag was last set for
 }
 
-func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSetMetrics {
+func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job, log *slog.Logger) *jobSetMetrics {
 	opts := func(name, help string) prometheus.GaugeOpts {
 		return prometheus.GaugeOpts{Namespace: "shardcron", Subsystem: "jobs", Name: name, Help: help}
 	}
@@ -33,10 +40,12 @@ func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSet
 		version:   prometheus.NewGauge(opts("set_version", "Version of the job set this replica runs (0 before the first).")),
 		size:      prometheus.NewGauge(opts("count", "Jobs in the job set this replica runs.")),
 		drift:     prometheus.NewGauge(opts("file_drift", "Jobs that differ between --jobs and the cluster's job set (added, removed or changed); 0 without --jobs. `shardcron apply` changes the set.")),
+		lag:       prometheus.NewGauge(opts("set_install_lag_seconds", "Seconds from the commit of the newest job set version (its applied_at, on the applying host's clock) to this replica's scheduler holding it.")),
 		bootstrap: bootstrap,
 		driftOf:   make(chan *jobstore.Index, 1),
+		log:       log,
 	}
-	reg.MustRegister(m.version, m.size, m.drift)
+	reg.MustRegister(m.version, m.size, m.drift, m.lag)
 	return m
 }
 
@@ -45,7 +54,13 @@ func newJobSetMetrics(reg prometheus.Registerer, bootstrap []config.Job) *jobSet
 func (m *jobSetMetrics) follow(next func(jobstore.Held)) func(jobstore.Held) {
 	return func(h jobstore.Held) {
 		next(h)
-		m.version.Set(float64(h.Set.Version))
+		if h.Version != m.last && !h.AppliedAt.IsZero() {
+			lag := time.Since(h.AppliedAt)
+			m.last = h.Version
+			m.lag.Set(lag.Seconds())
+			m.log.Info("job set running", "version", h.Version, "applied_at", h.AppliedAt, "lag_ms", lag.Milliseconds(), "held", len(h.Jobs))
+		}
+		m.version.Set(float64(h.Version))
 		m.size.Set(float64(h.Index.Len()))
 		if m.bootstrap == nil {
 			return

@@ -64,7 +64,7 @@ func New(cli *clientv3.Client, cfg Config) (*Replica, error) {
 		ks:      keyspace.New(cfg.Cluster),
 		log:     log,
 		runner:  run,
-		jobSet:  newJobSetMetrics(cfg.Registry, cfg.Jobs),
+		jobSet:  newJobSetMetrics(cfg.Registry, cfg.Jobs, log),
 		first:   newFirstSet(),
 		runs:    newRunsCache(),
 		refused: newRefusedCounter(cfg.Registry),
@@ -242,17 +242,18 @@ func (r *Replica) waitMeta(ctx context.Context, st *startStatus) (shard.Meta, er
 	}
 }
 
-// installer hands each held set to the scheduler. A delivery that only
-// changes which shards' jobs are held carries the Revision of the one
-// before (jobstore.WatchHeld), and the scheduler installs only newer sets,
-// so each set handed over carries a Revision past the last one's: the
-// scheduler keys nothing else by it.
+// installer hands each held set to the scheduler, which keeps the held
+// definitions by pointer (never changed, jobstore.Held): one copy of each
+// job, not one in the watch's parts and one in the scheduler. A delivery
+// that only changes which shards' jobs are held carries the Revision of
+// the one before (jobstore.WatchHeld), and the scheduler installs only
+// newer sets, so each set handed over carries a Revision past the last
+// one's: the scheduler keys nothing else by it.
 func installer(sched *scheduler.Scheduler) func(jobstore.Held) {
 	var last int64
 	return func(h jobstore.Held) {
-		set := h.Set
-		set.Revision = max(set.Revision, last+1)
-		last = set.Revision
-		sched.SetJobs(set)
+		rev := max(h.Revision, last+1)
+		last = rev
+		sched.SetShared(scheduler.SharedSet{Version: h.Version, Revision: rev, Jobs: h.Jobs})
 	}
 }

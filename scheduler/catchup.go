@@ -318,7 +318,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 			s.arm(rec, now)
 		}
 		for name, rec := range sh.jobs {
-			if t.byName[name] == nil && !rec.removed {
+			if t.lookup(name) == nil && !rec.removed {
 				rec.removed = true
 				rec.seq++
 				rec.backlog = nil

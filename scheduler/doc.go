@@ -9,10 +9,14 @@
 //
 // # Invariants
 //
-//   - One goroutine (Run) owns all mutable state. Acquired, Drain and SetJobs
-//     hand requests to it; runs and commits report back to it. Runs, commits
-//     and history writes go to kept worker goroutines (workers.go). Every
-//     goroutine the scheduler starts is joined before Run returns.
+//   - One goroutine (Run) owns all mutable state. Acquired, Drain and
+//     SetShared (SetJobs) hand requests to it; runs and commits report
+//     back to it. Runs, commits and history writes go to kept worker
+//     goroutines (workers.go). Every goroutine the scheduler starts is
+//     joined before Run returns.
+//   - Job definitions are never changed once handed over: SetShared keeps
+//     them by pointer, shared with the holder of the set (a replica's job
+//     watch), so each owned job is held once; SetJobs keeps a copy.
 //   - A tick is claimed at most once per generation: only ticks later than
 //     the record's last claimed tick are claimed (a tick in flight under an
 //     older token is the one exception: it is claimed again once).

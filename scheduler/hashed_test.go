@@ -18,14 +18,14 @@ func TestBuildTableHashedSpecs(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		set.Jobs = append(set.Jobs, config.Job{Name: n, Schedule: "H H * * * *"})
 	}
-	tb := buildTable(set, nil, 8, now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tb := buildTable(sharedCopy(set), nil, 8, now, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	seen := map[time.Time]bool{}
 	for _, j := range set.Jobs {
 		want, err := cronspec.ParseJob(j.Schedule, "", j.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := tb.byName[j.Name]
+		e := tb.lookup(j.Name)
 		if e == nil {
 			t.Fatalf("job %s missing from the table", j.Name)
 		}

@@ -79,7 +79,7 @@ func (s *Scheduler) sendNotes(rec *jobRec) {
 func (s *Scheduler) startNote(rec *jobRec, n Note) {
 	sh := rec.sh
 	spec := Notification{
-		Cluster: s.cfg.Cluster, Node: s.cfg.Node, Job: rec.e.job, Item: rec.e.item,
+		Cluster: s.cfg.Cluster, Node: s.cfg.Node, Job: *rec.e.job, Item: rec.e.item,
 		Tick: rec.tickOf(n.Tick), Kind: n.Kind,
 		Status: n.Status, Detail: n.Detail, Attempts: n.Attempts, Failures: n.Failures,
 		Shard: sh.g.Shard, Token: sh.g.Token, Rerun: n.Token != sh.g.Token,

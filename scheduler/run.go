@@ -65,7 +65,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 	spec := Run{
 		Cluster:  s.cfg.Cluster,
 		Node:     s.cfg.Node,
-		Job:      rec.e.job,
+		Job:      *rec.e.job,
 		Item:     rec.e.item,
 		Tick:     rec.tickOf(tick), // a jittered fire's identity is its tick
 		Shard:    rec.sh.g.Shard,

@@ -1,4 +1,4 @@
-# Sourced by heap.sh and restart.sh: one etcd (ETCD, default bin/etcd) on
+# Sourced by heap.sh, restart.sh and edit.sh: one etcd (ETCD, default bin/etcd) on
 # a loopback port with its data in a temporary directory, both removed on
 # exit with every process in pids; EP is its client URL, dir the directory.
 ETCD=${ETCD:-bin/etcd}
@@ -13,3 +13,22 @@ port=$((20000 + RANDOM % 20000))
 pids+=($!)
 EP="http://127.0.0.1:$port"
 for i in $(seq 1 300); do curl -sf "$EP/health" >/dev/null && break; sleep 0.2; done
+# start_replicas BIN CLUSTER N [FLAG...]: replicas r1..rN of BIN on ports
+# after etcd's (logs in $dir/rK.log, addresses in addrs), each waited for
+# until healthy, then 3 s more so that every member is registered (an
+# apply then writes format 2).
+start_replicas() {
+	local bin=$1 cluster=$2 n=$3 a r i
+	shift 3
+	addrs=()
+	for r in $(seq 1 "$n"); do
+		a="127.0.0.1:$((port + 10 + r))"
+		addrs+=("$a")
+		"$bin" server --cluster "$cluster" --node-id "r$r" --etcd-endpoints "$EP" --http-addr "$a" "$@" >"$dir/r$r.log" 2>&1 &
+		pids+=($!)
+	done
+	for a in "${addrs[@]}"; do
+		for i in $(seq 1 300); do curl -sf "http://$a/healthz" >/dev/null && break; sleep 0.2; done
+	done
+	sleep 3
+}

@@ -20,17 +20,7 @@ BIN=$1 JOBS=${2:-100000} REPLICAS=${3:-3} SHARDS=${4:-1024}
 		printf '  - {name: job-%07d, schedule: "0 0 0 1 1 *", http: {url: "http://127.0.0.1:9/job-%07d", method: POST, headers: {X-Tenant: t%d}}}\n' "$i" "$i" "$((i % 977))"
 	done
 } >"$dir/jobs.yaml"
-addrs=()
-for r in $(seq 1 "$REPLICAS"); do
-	a="127.0.0.1:$((port + 10 + r))"
-	addrs+=("$a")
-	"$BIN" server --cluster heap --node-id "r$r" --etcd-endpoints "$EP" --http-addr "$a" --shards "$SHARDS" --log-level warn >"$dir/r$r.log" 2>&1 &
-	pids+=($!)
-done
-for a in "${addrs[@]}"; do
-	for i in $(seq 1 300); do curl -sf "http://$a/healthz" >/dev/null && break; sleep 0.2; done
-done
-sleep 3 # every member registered, so apply writes format 2
+start_replicas "$BIN" heap "$REPLICAS" --shards "$SHARDS" --log-level warn
 for i in 1 2 3; do "$BIN" apply --cluster heap --etcd-endpoints "$EP" -f "$dir/jobs.yaml" >/dev/null && break; sleep 5; done
 for a in "${addrs[@]}"; do
 	for i in $(seq 1 600); do
