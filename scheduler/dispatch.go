@@ -171,11 +171,11 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 		// came due during it); resuming starts from the resume.
 		s.skipTick(w, "job suspended")
 		return decided, true
-	case w.man == nil && !job.Resumed.IsZero() && !rec.tickOf(w.tick).After(job.Resumed):
+	case w.man == nil && rec.notBefore(w.tick) != "":
 		// Claimed (or handed over) before a suspension this owner did not
-		// see: no tick at or before the resume runs (config.Job.NotBefore),
-		// a jittered one's fire after it or not.
-		s.skipTick(w, "job suspended")
+		// see, or by an earlier job of this name: no tick at or before the
+		// job's resume or since runs (notBefore).
+		s.skipTick(w, rec.notBefore(w.tick))
 		return decided, true
 	case w.from == onTime && !w.tick.After(rec.hi):
 		return decided, true // decided already

@@ -19,19 +19,38 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 }
 
 // suspendedFor reports whether the landed claim o must not start: its job
-// is suspended, or was since o's tick came due (no tick at or before the
-// resume runs, a jittered one's fire after it or not; config.Job.NotBefore).
-// A manual tick is judged by the suspension alone.
+// is suspended, or was since o's tick came due (notBefore). A manual tick
+// is judged by the suspension alone.
 func (rec *jobRec) suspendedFor(o op) bool {
+	return rec.e.job.Suspend || (o.man == nil && rec.notBefore(o.tick) != "")
+}
+
+// notBefore says why scheduled fire f must never run, "" when it may: its
+// tick is at or before the job's resume (the job was suspended then) or its
+// since (the job did not exist: a flight left by an earlier job of its
+// name, removed and added again), a jittered fire's own instant after it or
+// not (config.Job.NotBefore).
+func (rec *jobRec) notBefore(f time.Time) string {
 	job := rec.e.job
-	return job.Suspend || (o.man == nil && !job.Resumed.IsZero() && !rec.tickOf(o.tick).After(job.Resumed))
+	nb := job.NotBefore()
+	switch {
+	case nb.IsZero() || rec.tickOf(f).After(nb):
+		return ""
+	case nb.Equal(job.Resumed):
+		return "job suspended"
+	}
+	return "before the job's since: a tick of an earlier job of its name"
 }
 
 // dropLanded records a landed due claim as skipped, never started: its
 // job was suspended while the claim was on the way.
 func (s *Scheduler) dropLanded(rec *jobRec, o op) {
 	s.dropClaims(rec, []op{o})
-	s.dropClaimed(rec, o.tick, o.man, "job suspended")
+	why := rec.notBefore(o.tick)
+	if why == "" || rec.e.job.Suspend {
+		why = "job suspended"
+	}
+	s.dropClaimed(rec, o.tick, o.man, why)
 }
 
 // dropClaimed records the claimed tick as skipped for why, out of flight

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,6 +60,46 @@ func TestHandedOverJitteredFireKeepsItsTickAfterAnEdit(t *testing.T) {
 				t.Errorf("tick %v ran twice unmarked", r.Tick)
 			}
 			seen[r.Tick] = true
+		}
+	})
+}
+
+// A flight left by an earlier job of the same name (removed, its record
+// left behind, and added again with a later since) does not run: no tick
+// at or before a job's since runs, a handed-over one included. The
+// simulator (seed 57677) had the re-added job's new owner re-run the old
+// job's ticks, one of them from a suspended stretch, after the resume.
+func TestFlightOfAnEarlierJobOfTheNameDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "reborn", "*/10 * * * * *")
+		j.Since = t0
+		h1 := newHarness(t, nil, j)
+		defer h1.stop()
+		g1, lose1 := h1.grant(2, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(20 * time.Second)
+		sleepUntil(tick.Add(-300 * time.Millisecond))
+		if r := h1.store.record(2, j.Name); !r.LastClaimed.Equal(tick) || len(r.InFlight) != 1 {
+			t.Fatalf("record %+v, want tick %v claimed ahead", r, tick)
+		}
+		lose1(ErrDeadline) // the tick stays in flight, never started
+
+		again := j
+		again.Since = tick.Add(5 * time.Second) // removed, then added again
+		h2 := newHarnessWith(t, h1.store, nil, nil, again)
+		defer h2.stop()
+		g2, _ := h2.grant(2, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(30 * time.Second))
+		synctest.Wait()
+		for _, r := range h2.runner.of(j.Name) {
+			if !r.Tick.After(again.Since) {
+				t.Errorf("ran tick %v (rerun %v), at or before the job's since %v: the earlier job's", r.Tick, r.Rerun, again.Since)
+			}
+		}
+		if r := h2.store.record(2, j.Name); slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+			t.Errorf("the earlier job's tick %v is still in flight: %+v", tick, r.InFlight)
 		}
 	})
 }
