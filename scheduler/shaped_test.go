@@ -225,21 +225,8 @@ func TestJitteredFireKeepsItsTickAcrossAScheduleEdit(t *testing.T) {
 // (simulator, seed 100 with jitter).
 func TestJitteredTickBeforeResumeDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		const jitter = 8 * time.Second
-		j := jobIn(2, "paused-jitter", "*/10 * * * * *")
-		j.Since, j.Jitter = t0, config.Duration(jitter)
-		ticks, k := roomyTick(t, j, jitter)
-		tick := ticks[k]
-		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
-		h := newHarness(t, nil, j)
+		h, j, tick, fire, _ := jitteredClaimedAhead(t, "paused-jitter")
 		defer h.stop()
-		g, _ := h.grant(2, 9, nil)
-		h.s.Acquired(g)
-		sleepUntil(fire.Add(-300 * time.Millisecond)) // claimed ahead by now
-		if got := h.store.record(2, j.Name).LastClaimed; !got.Equal(fire) {
-			t.Fatalf("last claimed %v before the suspension, want the fire %v claimed ahead", got, fire)
-		}
 		suspended := j
 		suspended.Suspend = true
 		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
@@ -270,4 +257,30 @@ func roomyTick(t *testing.T, j config.Job, jitter time.Duration) ([]time.Time, i
 		t.Fatal("no tick with an offset of 3s or more among the first 8")
 	}
 	return ticks, k
+}
+
+// jitteredClaimedAhead starts an owner (token 9, shard 2) of a job jittered
+// by up to 8 s and returns once it has claimed ahead the fire of a tick
+// whose offset leaves 3 s or more between the two (roomyTick): the
+// harness, the job, that tick and fire, and the grant's loss. Call it in
+// a synctest bubble.
+func jitteredClaimedAhead(t *testing.T, name string) (*harness, config.Job, time.Time, time.Time, context.CancelCauseFunc) {
+	t.Helper()
+	sleepUntil(t0)
+	const jitter = 8 * time.Second
+	j := jobIn(2, name, "*/10 * * * * *")
+	j.Since, j.Jitter = t0, config.Duration(jitter)
+	ticks, k := roomyTick(t, j, jitter)
+	tick := ticks[k]
+	fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
+	h := newHarness(t, nil, j)
+	g, lose := h.grant(2, 9, nil)
+	h.s.Acquired(g)
+	sleepUntil(fire.Add(-300 * time.Millisecond))
+	r := h.store.record(2, j.Name)
+	if !r.LastClaimed.Equal(fire) || len(r.InFlight) != 1 {
+		h.stop()
+		t.Fatalf("record %+v, want the fire %v claimed ahead", r, fire)
+	}
+	return h, j, tick, fire, lose
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/cronspec"
 )
 
 // A jittered fire claimed ahead and handed over keeps its tick at an owner
@@ -18,22 +17,9 @@ import (
 // schedule's own tick of that name unmarked.
 func TestHandedOverJitteredFireKeepsItsTickAfterAnEdit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		const jitter = 8 * time.Second
-		j := jobIn(2, "handed-jitter", "*/10 * * * * *")
-		j.Since, j.Jitter = t0, config.Duration(jitter)
-		ticks, k := roomyTick(t, j, jitter)
-		tick := ticks[k]
-		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
-		h1 := newHarness(t, nil, j)
+		h1, j, tick, fire, lose1 := jitteredClaimedAhead(t, "handed-jitter")
 		defer h1.stop()
-		g1, lose1 := h1.grant(2, 9, nil)
-		h1.s.Acquired(g1)
-		sleepUntil(fire.Add(-300 * time.Millisecond))
 		r := h1.store.record(2, j.Name)
-		if !r.LastClaimed.Equal(fire) || len(r.InFlight) != 1 {
-			t.Fatalf("record %+v, want the fire %v claimed ahead", r, fire)
-		}
 		if got := r.InFlight[0].Nominal; !got.Equal(tick) {
 			t.Fatalf("the flight of fire %v names tick %v, want %v", fire, got, tick)
 		}
