@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // A replica holds only its own shards' jobs (replica.holder): a set may
@@ -161,9 +162,8 @@ func TestAcquireSeesTheSetHandedBeforeIt(t *testing.T) {
 		for k := 1; k < testShards; k++ {
 			release := make(chan struct{})
 			hold.Store(&release)
-			for hold.Load() != nil { // until Run wakes and blocks in its clock (fake time)
-				time.Sleep(time.Millisecond)
-			}
+			// Run wakes within maxSleep (fake time) and blocks in its clock.
+			poll.MustEvery(t, time.Millisecond, maxSleep+time.Second, "Run blocks in its clock", poll.True(func() bool { return hold.Load() == nil }))
 			set = append(set, jobIn(k, fmt.Sprintf("in-%d", k), "0 0 * * * *"))
 			h.s.SetJobs(config.JobSet{Version: int64(k + 1), Jobs: slices.Clone(set)})
 			g, _ := h.grant(k, int64(10+k), nil)
