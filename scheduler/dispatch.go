@@ -174,7 +174,7 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 	case w.man == nil && rec.notBefore(w.tick) != "":
 		// Claimed (or handed over) before a suspension this owner did not
 		// see, or by an earlier job of this name: no tick at or before the
-		// job's resume or since runs (notBefore).
+		// job's resume or since runs.
 		s.skipTick(w, rec.notBefore(w.tick))
 		return decided, true
 	case w.from == onTime && !w.tick.After(rec.hi):

@@ -8,21 +8,29 @@ import "time"
 // history.
 
 // startLanded starts the run of a due claim that landed (its slot held),
-// unless its job was suspended while the claim was on the way: then it is
-// dropped, never started.
+// unless its job was suspended while the claim was on the way, or the
+// tick is not its job's to run (notBefore): then it is dropped, never
+// started.
 func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
-	if rec.suspendedFor(o) {
-		s.dropLanded(rec, o)
+	if why := rec.stopsLanded(o); why != "" {
+		s.dropClaims(rec, []op{o})
+		s.dropClaimed(rec, o.tick, o.man, why)
 		return
 	}
 	s.startRun(rec, o.tickRef, now)
 }
 
-// suspendedFor reports whether the landed claim o must not start: its job
-// is suspended, or was since o's tick came due (notBefore). A manual tick
-// is judged by the suspension alone.
-func (rec *jobRec) suspendedFor(o op) bool {
-	return rec.e.job.Suspend || (o.man == nil && rec.notBefore(o.tick) != "")
+// stopsLanded says why the landed claim o must not start, "" when it may:
+// its job is suspended, or o's tick is before what it may run
+// (notBefore). A manual tick is judged by the suspension alone.
+func (rec *jobRec) stopsLanded(o op) string {
+	if rec.e.job.Suspend {
+		return "job suspended"
+	}
+	if o.man != nil {
+		return ""
+	}
+	return rec.notBefore(o.tick)
 }
 
 // notBefore says why scheduled fire f must never run, "" when it may: its
@@ -40,17 +48,6 @@ func (rec *jobRec) notBefore(f time.Time) string {
 		return "job suspended"
 	}
 	return "before the job's since: a tick of an earlier job of its name"
-}
-
-// dropLanded records a landed due claim as skipped, never started: its
-// job was suspended while the claim was on the way.
-func (s *Scheduler) dropLanded(rec *jobRec, o op) {
-	s.dropClaims(rec, []op{o})
-	why := rec.notBefore(o.tick)
-	if why == "" || rec.e.job.Suspend {
-		why = "job suspended"
-	}
-	s.dropClaimed(rec, o.tick, o.man, why)
 }
 
 // dropClaimed records the claimed tick as skipped for why, out of flight
