@@ -14,20 +14,16 @@ import (
 // LoadJobs returns the effective definitions (overrides applied) of the
 // jobs named that the current job set holds, in name order, read as one
 // version: of a format 2 or 3 set only the parts they fall in (and in
-// format 3 the pages naming those), at the pointer's revision, so a command that shows or triggers one job reads a
-// part, not the set (a million jobs are hundreds of megabytes decoded). A
-// format 1 set is one blob, read whole.
+// format 3 the pages naming those), at the pointer's revision, so a
+// command that shows or triggers one job reads a part, not the set (a
+// million jobs are hundreds of megabytes decoded). A format 1 set is one
+// blob, read whole.
 func LoadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, names ...string) (config.JobSet, error) {
 	set, p, err := loadNamed(ctx, cli, ks, names)
 	if err != nil || p.modRev == 0 {
 		return set, err
 	}
-	st, err := loadOverrides(ctx, cli, ks, p.readRev)
-	if err != nil {
-		return config.JobSet{}, err
-	}
-	set.Revision = max(p.modRev, st.maxRev)
-	return Effective(set, st.byJob), nil
+	return withOverrides(ctx, cli, ks, set, p)
 }
 
 // loadNamed is loadCurrent of only the jobs named, in name order, and

@@ -114,6 +114,13 @@ func LoadEffective(ctx context.Context, cli *clientv3.Client, ks keyspace.Space)
 	if err != nil {
 		return set, err
 	}
+	return withOverrides(ctx, cli, ks, set, p)
+}
+
+// withOverrides is set, read through pointer p, with the overrides as of
+// p's read revision applied (Effective), and its Revision the newer of the
+// pointer's and the overrides'.
+func withOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, set config.JobSet, p pointer) (config.JobSet, error) {
 	st, err := loadOverrides(ctx, cli, ks, p.readRev)
 	if err != nil {
 		return set, err
