@@ -118,8 +118,8 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 // last landed main (Makefile's E2E_OLD_COMMIT), then back to the current
 // image. The record, marker and history formats must hold both ways. The
 // job set is rewritten in format 1 first (which every release reads), and
-// in format 3, which the earlier release refuses, once every replica runs
-// the current image.
+// in format 3 (which releases before 7359ad3's successor refuse) once every
+// replica runs the current image.
 //
 // One repeat is the earlier release's own: when the drain timeout (3 s here)
 // was shorter than the 5 s kill grace, its drain cut short at once every run
