@@ -51,8 +51,8 @@ type Config struct {
 	// tick again; held instead, the tick is late, not lost: it starts when
 	// contact returns, or its shard moves on with it still unstarted. A
 	// fault that begins more than the window before a tick therefore costs
-	// no repeat. The window must exceed the store's probe interval plus a
-	// round trip (shard.ContactProbe, 50 ms).
+	// no repeat. The window must exceed the store's probe interval and a
+	// half plus a round trip (shard.ContactProbe, 50 ms).
 	ContactWindow time.Duration
 	// Clock reads the wall clock (nil: time.Now). Ticks, claims and
 	// catch-up are judged on it; timers and the safe deadline are not. The
