@@ -22,6 +22,7 @@ type aheadTick struct {
 	tick   int64 // Unix nanoseconds
 	landed bool  // the claim is in etcd
 	due    bool  // the tick came due before its claim landed
+	behind bool  // claimed in line after waiting behind a catch-up (tickRef.behind)
 }
 
 // aheads is a job's ticks claimed ahead and not yet started or dropped:

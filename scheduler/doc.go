@@ -68,7 +68,8 @@
 //	      waiting heap / rec.held (held behind the job's claims or runs)
 //	         │ try: gone ▸ gates ▸ concurrency ▸ run slot
 //	         ├─▶ skipped or dropped (op{opSkip|opDrop}) ── decided
-//	         ├─▶ claimed now (op{opClaim}) ──lands──▶ run
+//	         ├─▶ onTime: claimed in line (op{opClaim, ahead}, no slot) ──lands──▶ claimedAhead
+//	         ├─▶ caughtUp, reclaimed, requested: claimed now (op{opClaim}, slot held) ──lands──▶ run
 //	         └─▶ claimed ahead and landed ──────────▶ run
 //	run ──ends──▶ op{opComplete} ── decided; cut by a loss or drain: in flight
 //	                                 for the successor (reclaimed there)

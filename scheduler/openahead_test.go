@@ -2,9 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // A job whose tick waits for a run slot when its next tick's claim is due
@@ -87,6 +90,45 @@ func TestSlowCommitsOneWritePerFire(t *testing.T) {
 		}
 		if n := len(h.runner.of(j.Name)); n < 12 {
 			t.Errorf("%d runs by t0+11.5s, want the ticks t0 .. t0+11s", n)
+		}
+	})
+}
+
+// A due tick claimed in line (left open behind an earlier undecided tick
+// of its job) holds no run slot while its claim is on the way. Before, it
+// held one for the round trip: with 2 slots, 300 ms commits and 100 ms
+// runs, eight per-second jobs caught up after a takeover went on claiming
+// every tick only when due, at most five runs a second for eight due, and
+// fell further behind every second.
+func TestDueClaimHoldsNoRunSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(500 * time.Millisecond))
+		var jobs []config.Job
+		for i := range 8 {
+			jobs = append(jobs, jobIn(2, fmt.Sprintf("j%d", i), "* * * * * *"))
+		}
+		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 2 }, jobs...)
+		defer h.stop()
+		h.store.latency = 300 * time.Millisecond
+		h.runner.behave = work(100 * time.Millisecond)
+		for _, j := range jobs { // each missed t0-2s .. t0: caught up, its next ticks left open
+			h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: t0.Add(-3 * time.Second)})
+		}
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(20*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		late := 0
+		for _, r := range h.runner.all() {
+			if r.Tick.After(t0.Add(10*time.Second)) && r.start.Sub(r.Tick) > time.Second {
+				late++
+			}
+		}
+		if late > 0 {
+			t.Errorf("%d runs of the ticks after t0+10s started more than 1 s after their tick", late)
+		}
+		if n := len(h.runner.all()); n < 8*20 {
+			t.Errorf("%d runs by t0+20.5s, want at least %d of the 8 jobs' 184 ticks t0-2s .. t0+20s", n, 8*20)
 		}
 	})
 }

@@ -348,7 +348,7 @@ func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 		a.landed = true
 		if a.due && firing {
 			a.due = false
-			s.enqueue(&waitTick{rec: rec, tickRef: tickRef{tick: o.tick, from: claimedAhead}})
+			s.enqueue(&waitTick{rec: rec, tickRef: tickRef{tick: o.tick, from: claimedAhead, behind: a.behind}})
 		}
 		return
 	}
