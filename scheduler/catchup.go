@@ -106,7 +106,7 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 		from = later(from, misfireEnd)
 	}
 	if from.Before(end) {
-		rec.backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
+		rec.busy().backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
 		s.nextCaughtUp(rec)
 	}
 }
@@ -175,17 +175,17 @@ func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
 // nextCaughtUp puts the next tick of rec's backlog in line; past the cap,
 // it records the rest as skipped.
 func (s *Scheduler) nextCaughtUp(rec *jobRec) {
-	b := rec.backlog
+	b := rec.going().backlog
 	if b == nil {
 		return
 	}
 	t := rec.e.sched.Next(b.from)
 	if t.IsZero() || t.After(b.end) || !rec.firing() {
-		rec.backlog = nil
+		rec.busy().backlog = nil
 		return
 	}
 	if b.left == 0 {
-		rec.backlog = nil
+		rec.busy().backlog = nil
 		s.log.Warn("catch-up capped: the rest of the missed ticks are skipped", append(rec.logArgs(), "cap", MaxCatchUpRuns, "from", t, "to", b.end)...)
 		s.skipRange(rec, b.from, b.end, "catch-up capped at MaxCatchUpRuns")
 		return
@@ -276,7 +276,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 		for _, e := range t.byShard[sh.g.Shard] {
 			rec := sh.jobs[e.name]
 			switch {
-			case rec != nil && rec.removed && rec.rev == 0 && rec.writing == nil && rec.active == 0:
+			case rec != nil && rec.removed && rec.rev == 0 && rec.going().writing == nil && rec.active == 0:
 				// Removed, and its record deleted: whatever this owner
 				// remembers of it (ticks claimed ahead, the last claimed
 				// tick) is no longer in etcd. Added again, it starts afresh,
@@ -321,10 +321,13 @@ func (s *Scheduler) installJobs(now time.Time) {
 			if t.lookup(name) == nil && !rec.removed {
 				rec.removed = true
 				rec.seq++
-				rec.backlog = nil
-				for _, r := range rec.runs {
+				if rec.act != nil {
+					rec.act.backlog = nil
+				}
+				for _, r := range rec.going().runs {
 					r.cancel(errJobRemoved)
 				}
+				rec.tidy()
 				s.markDirty(rec, false) // its record is deleted once no run is left
 				s.log.Info("job removed: stopped", rec.logArgs()...)
 				voided++
@@ -347,7 +350,7 @@ func suspendHeld(sh *ownedShard, t *table) {
 
 // suspendRuns makes rec's runs that have not begun drop themselves.
 func (rec *jobRec) suspendRuns() {
-	for _, r := range rec.runs {
+	for _, r := range rec.going().runs {
 		r.suspended.Store(true)
 	}
 }

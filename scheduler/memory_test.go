@@ -190,7 +190,7 @@ func (s *Scheduler) settledSince(start time.Time, want int) error {
 		}
 		for name, rec := range sh.jobs {
 			switch {
-			case rec.writing != nil || len(rec.queued) > 0 || rec.backlog != nil || rec.parked:
+			case rec.going().writing != nil || len(rec.going().queued) > 0 || rec.going().backlog != nil || rec.parked:
 				return fmt.Errorf("job %s: a write or catch-up pending", name)
 			case rec.committed.Token != sh.g.Token || !rec.committed.LastClaimed.After(start):
 				return fmt.Errorf("job %s: no claim of this owner committed yet", name)
