@@ -272,9 +272,13 @@ func (s *Scheduler) installJobs(now time.Time) {
 		if sh.state != firing || sh.g.Lost.Err() != nil {
 			continue
 		}
-		var fresh []*jobRec
+		var fresh, added []*jobRec
 		for _, e := range t.byShard[sh.g.Shard] {
-			rec := sh.jobs[e.name]
+			i, found := sh.find(e.name)
+			var rec *jobRec
+			if found {
+				rec = sh.jobs[i]
+			}
 			switch {
 			case rec != nil && rec.removed && rec.rev == 0 && rec.going().writing == nil && rec.active == 0:
 				// Removed, and its record deleted: whatever this owner
@@ -284,6 +288,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				voided++
 				started := rec.startedHi
 				rec = s.newRec(sh, e, Stored{}, false)
+				sh.jobs[i] = rec
 				if started != 0 {
 					// A tick this owner started before the removal (early,
 					// on a clock ahead of the true one) is not run again.
@@ -296,6 +301,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				st, ok := sh.orphans[e.name]
 				delete(sh.orphans, e.name)
 				rec = s.newRec(sh, e, st, ok)
+				added = append(added, rec)
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec.e != e || rec.removed:
@@ -314,11 +320,12 @@ func (s *Scheduler) installJobs(now time.Time) {
 				s.requeueHeld(rec)
 			}
 		}
+		sh.addJobs(added)
 		for _, rec := range fresh {
 			s.arm(rec, now)
 		}
-		for name, rec := range sh.jobs {
-			if t.lookup(name) == nil && !rec.removed {
+		for _, rec := range sh.jobs {
+			if t.lookup(rec.e.name) == nil && !rec.removed {
 				rec.removed = true
 				rec.seq++
 				if rec.act != nil {
@@ -342,7 +349,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 // dropped rather than started. A drain changes nothing else of its jobs.
 func suspendHeld(sh *ownedShard, t *table) {
 	for _, e := range t.byShard[sh.g.Shard] {
-		if rec := sh.jobs[e.name]; rec != nil && e.job.Suspend {
+		if rec := sh.job(e.name); rec != nil && e.job.Suspend {
 			rec.suspendRuns()
 		}
 	}

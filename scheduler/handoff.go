@@ -178,7 +178,8 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 // drain cuts it, the successor must mark its run a re-run.
 func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
 	var out map[string][]time.Time
-	for job, rec := range sh.jobs {
+	for _, rec := range sh.jobs {
+		job := rec.e.name
 		var ticks []time.Time
 		ops := rec.pendingOps()
 		add := func(t time.Time, rerun bool) {

@@ -24,9 +24,11 @@ type ownedShard struct {
 	cancel    context.CancelCauseFunc
 	state     shardState
 	stoppedAt time.Time
-	jobs      map[string]*jobRec
-	orphans   map[string]Stored // records of jobs not in the job set
-	rel       *Released         // the release catch-up honours; nil if none
+	// jobs holds the shard's records in unit name order (shardjobs.go): a
+	// slice, not a map, as an owner keeps one for every job it owns.
+	jobs    []*jobRec
+	orphans map[string]Stored // records of jobs not in the job set
+	rel     *Released         // the release catch-up honours; nil if none
 	// handed is what this owner's drain names as never started (Released.Handed).
 	handed map[string][]time.Time
 	runs   int // run goroutines not yet reported
@@ -169,7 +171,6 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	ctx, cancel := context.WithCancelCause(g.Lost)
 	sh := &ownedShard{
 		g: g, ctx: ctx, cancel: cancel, state: firing,
-		jobs:    make(map[string]*jobRec),
 		orphans: make(map[string]Stored),
 		idle:    make(chan struct{}),
 	}
@@ -205,27 +206,27 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		rel = nil
 	}
 	sh.rel = rel
-	recs := make([]*jobRec, 0, len(entries))
-	for _, e := range entries {
+	sh.jobs = make([]*jobRec, 0, len(entries))
+	for _, e := range entries { // in name order, as sh.jobs keeps them
 		st, ok := g.Checkpoint.Records[e.name]
 		rec := s.newRec(sh, e, st, ok)
+		sh.jobs = append(sh.jobs, rec)
 		s.catchUp(rec, now, rel)
-		recs = append(recs, rec)
 	}
 	// Catch-up is decided for every job before any timer is armed.
-	for _, rec := range recs {
+	for _, rec := range sh.jobs {
 		s.arm(rec, now)
 		s.sendNotes(rec) // what an older owner decided and did not confirm
 		rec.tidy()
 	}
 	sh.g.Checkpoint = Checkpoint{} // decoded into the jobs and orphans: not kept twice
-	log.Info("shard acquired", "jobs", len(recs), "records", len(g.Checkpoint.Records))
+	log.Info("shard acquired", "jobs", len(sh.jobs), "records", len(g.Checkpoint.Records))
 }
 
-// newRec builds the owner's view of a job from its stored record, if any.
+// newRec builds the owner's view of a job from its stored record, if any;
+// the caller puts it in sh.jobs.
 func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
 	rec := &jobRec{sh: sh, e: e}
-	sh.jobs[e.name] = rec
 	if !ok {
 		return rec
 	}

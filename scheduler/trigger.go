@@ -72,7 +72,7 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 	if sh == nil || sh.g.Token != t.Token || sh.state != firing {
 		return
 	}
-	rec := sh.jobs[t.Job]
+	rec := sh.job(t.Job)
 	if rec == nil || !rec.firing() {
 		s.log.Debug("trigger not taken: job not runnable here now", "shard", t.Shard, "token", t.Token, "job", t.Job, "trigger", t.ID)
 		return
