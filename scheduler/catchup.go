@@ -326,22 +326,29 @@ func (s *Scheduler) installJobs(now time.Time) {
 		}
 		for _, rec := range sh.jobs {
 			if t.lookup(rec.e.name) == nil && !rec.removed {
-				rec.removed = true
-				rec.seq++
-				if rec.act != nil {
-					rec.act.backlog = nil
-				}
-				for _, r := range rec.going().runs {
-					r.cancel(errJobRemoved)
-				}
-				rec.tidy()
-				s.markDirty(rec, false) // its record is deleted once no run is left
-				s.log.Info("job removed: stopped", rec.logArgs()...)
+				s.stopRemoved(rec)
 				voided++
 			}
 		}
 	}
 	s.compactTimers(voided)
+}
+
+// stopRemoved stops a job the job set no longer has: its timers void, the
+// rest of its catch-up dropped, its runs cancelled; its record is deleted
+// once no run is left.
+func (s *Scheduler) stopRemoved(rec *jobRec) {
+	rec.removed = true
+	rec.seq++
+	if rec.act != nil {
+		rec.act.backlog = nil
+	}
+	for _, r := range rec.going().runs {
+		r.cancel(errJobRemoved)
+	}
+	rec.tidy()
+	s.markDirty(rec, false)
+	s.log.Info("job removed: stopped", rec.logArgs()...)
 }
 
 // suspendHeld tells the runs of a draining shard whose job the table t

@@ -55,10 +55,8 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 func (s *Scheduler) loaded(d loadDone) {
 	rec, sh := d.rec, d.rec.sh
 	rec.busy().writing = nil
-	defer func() {
-		rec.tidy()
-		s.checkIdle(sh)
-	}()
+	defer s.checkIdle(sh)
+	defer rec.tidy() // before checkIdle: defers run last first
 	if d.err != nil {
 		s.dropClaims(rec, d.pw.ops)
 		s.releaseEntries(rec, d.pw.ops)
@@ -90,12 +88,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	s.sendNotes(rec)
 	token := sh.g.Token
 	mine := func(t time.Time) bool {
-		for _, f := range r.InFlight {
-			if f.Tick.Equal(t) && f.Token == token {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(t) && f.Token == token })
 	}
 	var requeue []op
 	now := s.now()
