@@ -216,7 +216,7 @@ func (s *Scheduler) fireDueTicks(now time.Time) {
 		case timerDue:
 			s.tickDue(t)
 		case timerRetry:
-			if _, ok := s.retrying[t.rec]; ok && !t.rec.writing.retryAt.After(now) {
+			if _, ok := s.retrying[t.rec]; ok && !t.rec.going().writing.retryAt.After(now) {
 				delete(s.retrying, t.rec)
 				s.markDirty(t.rec, true)
 			}
@@ -264,7 +264,7 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 	default:
 		rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
 		rec.hi = tick
-		rec.ahead.add(tick)
+		rec.busy().ahead.add(tick)
 		// A tick already due (the horizon reached back past now) waits for
 		// its claim like any other.
 		s.markDirty(rec, !tick.After(now))
@@ -285,7 +285,7 @@ func (s *Scheduler) tickDue(t timerEntry) {
 		s.enqueue(t.w)
 		return
 	}
-	if tick := t.tick(); t.rec.ahead.at(tick) != nil {
+	if tick := t.tick(); t.rec.going().ahead.at(tick) != nil {
 		s.enqueue(&waitTick{rec: t.rec, tickRef: tickRef{tick: tick, from: claimedAhead}})
 	}
 }
@@ -324,6 +324,6 @@ func (s *Scheduler) claimOpenAhead(rec *jobRec, now time.Time) {
 	w.from = claimedAhead
 	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
 	rec.hi = tick
-	rec.ahead.add(tick)
+	rec.busy().ahead.add(tick)
 	s.markDirty(rec, false)
 }

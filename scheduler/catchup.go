@@ -106,7 +106,7 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 		from = later(from, misfireEnd)
 	}
 	if from.Before(end) {
-		rec.backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
+		rec.busy().backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
 		s.nextCaughtUp(rec)
 	}
 }
@@ -175,17 +175,17 @@ func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
 // nextCaughtUp puts the next tick of rec's backlog in line; past the cap,
 // it records the rest as skipped.
 func (s *Scheduler) nextCaughtUp(rec *jobRec) {
-	b := rec.backlog
+	b := rec.going().backlog
 	if b == nil {
 		return
 	}
 	t := rec.e.sched.Next(b.from)
 	if t.IsZero() || t.After(b.end) || !rec.firing() {
-		rec.backlog = nil
+		rec.busy().backlog = nil
 		return
 	}
 	if b.left == 0 {
-		rec.backlog = nil
+		rec.busy().backlog = nil
 		s.log.Warn("catch-up capped: the rest of the missed ticks are skipped", append(rec.logArgs(), "cap", MaxCatchUpRuns, "from", t, "to", b.end)...)
 		s.skipRange(rec, b.from, b.end, "catch-up capped at MaxCatchUpRuns")
 		return
@@ -272,11 +272,15 @@ func (s *Scheduler) installJobs(now time.Time) {
 		if sh.state != firing || sh.g.Lost.Err() != nil {
 			continue
 		}
-		var fresh []*jobRec
+		var fresh, added []*jobRec
 		for _, e := range t.byShard[sh.g.Shard] {
-			rec := sh.jobs[e.name]
+			i, found := sh.find(e.name)
+			var rec *jobRec
+			if found {
+				rec = sh.jobs[i]
+			}
 			switch {
-			case rec != nil && rec.removed && rec.rev == 0 && rec.writing == nil && rec.active == 0:
+			case rec != nil && rec.removed && rec.rev == 0 && rec.going().writing == nil && rec.active == 0:
 				// Removed, and its record deleted: whatever this owner
 				// remembers of it (ticks claimed ahead, the last claimed
 				// tick) is no longer in etcd. Added again, it starts afresh,
@@ -284,6 +288,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				voided++
 				started := rec.startedHi
 				rec = s.newRec(sh, e, Stored{}, false)
+				sh.jobs[i] = rec
 				if started != 0 {
 					// A tick this owner started before the removal (early,
 					// on a clock ahead of the true one) is not run again.
@@ -296,6 +301,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				st, ok := sh.orphans[e.name]
 				delete(sh.orphans, e.name)
 				rec = s.newRec(sh, e, st, ok)
+				added = append(added, rec)
 				s.catchUp(rec, now, sh.rel)
 				fresh = append(fresh, rec)
 			case rec.e != e || rec.removed:
@@ -314,19 +320,13 @@ func (s *Scheduler) installJobs(now time.Time) {
 				s.requeueHeld(rec)
 			}
 		}
+		sh.addJobs(added)
 		for _, rec := range fresh {
 			s.arm(rec, now)
 		}
-		for name, rec := range sh.jobs {
-			if t.lookup(name) == nil && !rec.removed {
-				rec.removed = true
-				rec.seq++
-				rec.backlog = nil
-				for _, r := range rec.runs {
-					r.cancel(errJobRemoved)
-				}
-				s.markDirty(rec, false) // its record is deleted once no run is left
-				s.log.Info("job removed: stopped", rec.logArgs()...)
+		for _, rec := range sh.jobs {
+			if t.lookup(rec.e.name) == nil && !rec.removed {
+				s.stopRemoved(rec)
 				voided++
 			}
 		}
@@ -334,12 +334,29 @@ func (s *Scheduler) installJobs(now time.Time) {
 	s.compactTimers(voided)
 }
 
+// stopRemoved stops a job the job set no longer has: its timers void, the
+// rest of its catch-up dropped, its runs cancelled; its record is deleted
+// once no run is left.
+func (s *Scheduler) stopRemoved(rec *jobRec) {
+	rec.removed = true
+	rec.seq++
+	if rec.act != nil {
+		rec.act.backlog = nil
+	}
+	for _, r := range rec.going().runs {
+		r.cancel(errJobRemoved)
+	}
+	rec.tidy()
+	s.markDirty(rec, false)
+	s.log.Info("job removed: stopped", rec.logArgs()...)
+}
+
 // suspendHeld tells the runs of a draining shard whose job the table t
 // suspends: one not begun yet (held for contact or for its start) is
 // dropped rather than started. A drain changes nothing else of its jobs.
 func suspendHeld(sh *ownedShard, t *table) {
 	for _, e := range t.byShard[sh.g.Shard] {
-		if rec := sh.jobs[e.name]; rec != nil && e.job.Suspend {
+		if rec := sh.job(e.name); rec != nil && e.job.Suspend {
 			rec.suspendRuns()
 		}
 	}
@@ -347,7 +364,7 @@ func suspendHeld(sh *ownedShard, t *table) {
 
 // suspendRuns makes rec's runs that have not begun drop themselves.
 func (rec *jobRec) suspendRuns() {
-	for _, r := range rec.runs {
+	for _, r := range rec.going().runs {
 		r.suspended.Store(true)
 	}
 }

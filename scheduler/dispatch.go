@@ -78,15 +78,22 @@ func (s *Scheduler) settled(w *waitTick) {
 
 // hold sets a tick aside until its job's state changes (a claim lands, a
 // run ends): dispatch does not look at it meanwhile.
-func (s *Scheduler) hold(w *waitTick) { w.rec.held = append(w.rec.held, w) }
+func (s *Scheduler) hold(w *waitTick) {
+	a := w.rec.busy()
+	a.held = append(a.held, w)
+}
 
 // requeueHeld puts rec's held ticks back in line.
 func (s *Scheduler) requeueHeld(rec *jobRec) {
-	for _, w := range rec.held {
+	a := rec.act
+	if a == nil || len(a.held) == 0 {
+		return
+	}
+	for _, w := range a.held {
 		heap.Push(&s.waiting, w)
 	}
-	clear(rec.held)
-	rec.held = rec.held[:0]
+	clear(a.held)
+	a.held = a.held[:0]
 }
 
 // dispatch decides waiting ticks, oldest first, while run slots are free.
@@ -105,6 +112,7 @@ func (s *Scheduler) dispatch(now time.Time) {
 			heap.Push(&s.waiting, w)
 			return
 		}
+		w.rec.tidy()
 	}
 	if len(s.waiting) == 0 && cap(s.waiting) > maxKeptRoom {
 		s.waiting = nil // its room goes
@@ -142,8 +150,8 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 	}
 	s.used++
 	rec.active++
-	if w.from == claimedAhead && rec.ahead.at(w.tick) != nil {
-		rec.ahead.drop(w.tick)
+	if w.from == claimedAhead && rec.going().ahead.at(w.tick) != nil {
+		rec.dropAhead(w.tick)
 		s.startRun(rec, w.tickRef, now)
 		return decided
 	}
@@ -185,7 +193,7 @@ func (s *Scheduler) gone(w *waitTick) (tryResult, bool) {
 	switch {
 	case !rec.firing():
 		if w.from == requested {
-			delete(rec.manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
+			delete(rec.going().manual, w.tick.UnixNano()) // its request stays: handed again, it is taken again
 		}
 		return decided, true // no longer ours to fire: a claim stays in flight for the successor
 	case job.Suspend:
@@ -229,7 +237,7 @@ func (s *Scheduler) gates(w *waitTick, now time.Time) (tryResult, bool) {
 		return decided, true
 	}
 	if w.from == claimedAhead {
-		if a := rec.ahead.at(w.tick); a != nil && !a.landed {
+		if a := rec.going().ahead.at(w.tick); a != nil && !a.landed {
 			a.due = true // its claim is not back yet: it waits (late, not lost)
 			return decided, true
 		}
@@ -261,7 +269,7 @@ func (s *Scheduler) concurrency(w *waitTick) (tryResult, bool) {
 	case config.ConcurrencyReplace:
 		if !rec.replacing {
 			rec.replacing = true
-			for _, r := range rec.runs {
+			for _, r := range rec.going().runs {
 				r.cancel(errReplaced)
 			}
 		}
@@ -289,7 +297,7 @@ func (s *Scheduler) skipTick(w *waitTick, detail string) {
 	rec := w.rec
 	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
 	if w.from == claimedAhead || w.from == reclaimed {
-		rec.ahead.drop(w.tick)
+		rec.dropAhead(w.tick)
 		rec.queue(op{kind: opDrop, tickRef: tickAt(w.tick), note: skipNote(rec, e)})
 		s.markDirty(rec, false)
 		s.recordSkip(rec, e)

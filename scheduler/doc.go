@@ -60,12 +60,12 @@
 // runs as a possible re-run, and the request of a manual one. waitTick, op
 // and run embed it, so every step reads the same facts.
 //
-//	timer (claimTimer) ──claim ahead──▶ op{opClaim, ahead} ──lands──▶ rec.ahead
+//	timer (claimTimer) ──claim ahead──▶ op{opClaim, ahead} ──lands──▶ act.ahead
 //	      │                                                           │
 //	      ▼ due (timerDue)                                            ▼ due
 //	 onTime ─┐   caughtUp (catch-up) ─┐   reclaimed (Acquired) ─┐   claimedAhead
 //	         ▼                        ▼                         ▼      │
-//	      waiting heap / rec.held (held behind the job's claims or runs)
+//	      waiting heap / act.held (held behind the job's claims or runs)
 //	         │ try: gone ▸ gates ▸ concurrency ▸ run slot
 //	         ├─▶ skipped or dropped (op{opSkip|opDrop}) ── decided
 //	         ├─▶ onTime: claimed in line (op{opClaim, ahead}, no slot) ──lands──▶ claimedAhead

@@ -54,7 +54,7 @@ func (rec *jobRec) notBefore(f time.Time) string {
 // for good. A manual one keeps its trigger id in history, so its requester
 // learns why.
 func (s *Scheduler) dropClaimed(rec *jobRec, tick time.Time, man *manual, why string) {
-	rec.ahead.drop(tick)
+	rec.dropAhead(tick)
 	rec.queue(op{kind: opDrop, tickRef: tickAt(tick), note: outcomeNote(rec, tick, StatusSkipped, why, 0)})
 	s.markDirty(rec, false)
 	e := Entry{Tick: tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: why}

@@ -128,13 +128,14 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 			}
 		}
 		for _, rec := range sh.jobs {
-			for _, w := range rec.held {
+			a := rec.going()
+			for _, w := range a.held {
 				if w.unclaimed() {
 					earlier(w.tick)
 				}
 			}
-			if rec.backlog != nil {
-				if t := rec.e.sched.Next(rec.backlog.from); !t.IsZero() && !t.After(rec.backlog.end) {
+			if b := a.backlog; b != nil {
+				if t := rec.e.sched.Next(b.from); !t.IsZero() && !t.After(b.end) {
 					earlier(t)
 				}
 			}
@@ -177,7 +178,8 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 // drain cuts it, the successor must mark its run a re-run.
 func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
 	var out map[string][]time.Time
-	for job, rec := range sh.jobs {
+	for _, rec := range sh.jobs {
+		job := rec.e.name
 		var ticks []time.Time
 		ops := rec.pendingOps()
 		add := func(t time.Time, rerun bool) {
@@ -208,17 +210,18 @@ func (s *Scheduler) handedOf(sh *ownedShard) map[string][]time.Time {
 // pendingOps lists rec's changes not yet landed: the write in flight (or
 // awaiting a retry or re-read), then the queued ones.
 func (rec *jobRec) pendingOps() []op {
-	if rec.writing == nil {
-		return rec.queued
+	a := rec.going()
+	if a.writing == nil {
+		return a.queued
 	}
-	return append(slices.Clip(rec.writing.ops), rec.queued...)
+	return append(slices.Clip(a.writing.ops), a.queued...)
 }
 
 // startedOrDone reports whether this owner started tick's run (it is going,
 // or ended and its completion waits to be written, among pending) or
 // dropped the tick.
 func (rec *jobRec) startedOrDone(t time.Time, pending []op) bool {
-	if slices.ContainsFunc(rec.runs, func(r *run) bool { return r.tick.Equal(t) }) {
+	if slices.ContainsFunc(rec.going().runs, func(r *run) bool { return r.tick.Equal(t) }) {
 		return true
 	}
 	return slices.ContainsFunc(pending, func(o op) bool {

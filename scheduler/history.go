@@ -13,15 +13,18 @@ func (s *Scheduler) addHistory(rec *jobRec, e Entry) {
 	if !e.First.IsZero() {
 		e.First = rec.tickOf(e.First)
 	}
-	rec.hist = append(rec.hist, e)
+	a := rec.busy()
+	a.hist = append(a.hist, e)
 	s.histPending(rec)
 }
 
 // histPending marks rec's history for the next flush, keeping at most
 // HistoryLen entries (History keeps no more of a job anyway).
 func (s *Scheduler) histPending(rec *jobRec) {
-	if n := len(rec.hist) - s.cfg.HistoryLen; n > 0 {
-		rec.hist = append(rec.hist[:0], rec.hist[n:]...)
+	if a := rec.act; a != nil {
+		if n := len(a.hist) - s.cfg.HistoryLen; n > 0 {
+			a.hist = append(a.hist[:0], a.hist[n:]...)
+		}
 	}
 	s.histDirty[rec] = struct{}{}
 	if s.histAt.IsZero() {
@@ -89,13 +92,16 @@ func (s *Scheduler) flushHistory(sh *ownedShard) {
 			continue
 		}
 		delete(s.histDirty, rec)
-		if len(rec.hist) == 0 || rec.sh.state == stopped {
-			rec.hist = nil
+		hist := rec.going().hist
+		if rec.act != nil {
+			rec.act.hist = nil
+			rec.tidy()
+		}
+		if len(hist) == 0 || rec.sh.state == stopped {
 			continue
 		}
 		d.recs = append(d.recs, rec)
-		d.ws = append(d.ws, HistoryWrite{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.name, Entries: rec.hist})
-		rec.hist = nil
+		d.ws = append(d.ws, HistoryWrite{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.name, Entries: hist})
 		rec.sh.histWrites++
 	}
 	if len(s.histDirty) == 0 {
@@ -118,7 +124,8 @@ func (s *Scheduler) historyWritten(d historyDone) {
 		if i < len(d.errs) && d.errs[i] != nil {
 			s.histLog.fail(rec.logArgs(), d.errs[i])
 			if rec.sh.state == firing {
-				rec.hist = append(d.ws[i].Entries, rec.hist...)
+				a := rec.busy()
+				a.hist = append(d.ws[i].Entries, a.hist...)
 				s.histPending(rec)
 			}
 		}

@@ -188,9 +188,10 @@ func (s *Scheduler) settledSince(start time.Time, want int) error {
 		if sh.state != firing || sh.runs > 0 || sh.histWrites > 0 {
 			return fmt.Errorf("shard %d: state %d, %d runs, %d history writes", sh.g.Shard, sh.state, sh.runs, sh.histWrites)
 		}
-		for name, rec := range sh.jobs {
+		for _, rec := range sh.jobs {
+			name := rec.e.name
 			switch {
-			case rec.writing != nil || len(rec.queued) > 0 || rec.backlog != nil || rec.parked:
+			case rec.going().writing != nil || len(rec.going().queued) > 0 || rec.going().backlog != nil || rec.parked:
 				return fmt.Errorf("job %s: a write or catch-up pending", name)
 			case rec.committed.Token != sh.g.Token || !rec.committed.LastClaimed.After(start):
 				return fmt.Errorf("job %s: no claim of this owner committed yet", name)

@@ -19,38 +19,47 @@ import (
 
 // addOpen records t as a tick in line that no claim covers yet.
 func (rec *jobRec) addOpen(t time.Time) {
-	i, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare)
+	a := rec.busy()
+	i, found := slices.BinarySearchFunc(a.open, t, time.Time.Compare)
 	if !found {
-		rec.open = slices.Insert(rec.open, i, t)
+		a.open = slices.Insert(a.open, i, t)
 	}
 }
 
 // isOpen reports whether t is in line with no claim covering it.
 func (rec *jobRec) isOpen(t time.Time) bool {
-	_, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare)
+	_, found := slices.BinarySearchFunc(rec.going().open, t, time.Time.Compare)
 	return found
 }
 
 // closeOpen records that t is decided (claimed, skipped or dropped).
 func (rec *jobRec) closeOpen(t time.Time) {
-	if i, found := slices.BinarySearchFunc(rec.open, t, time.Time.Compare); found {
-		if rec.open = slices.Delete(rec.open, i, i+1); len(rec.open) == 0 {
-			rec.open = nil
+	a := rec.act
+	if a == nil {
+		return
+	}
+	if i, found := slices.BinarySearchFunc(a.open, t, time.Time.Compare); found {
+		if a.open = slices.Delete(a.open, i, i+1); len(a.open) == 0 {
+			a.open = nil
 		}
 	}
 }
 
 // undecided reports whether the job has due ticks no claim covers yet: in
 // line, or still to come from a catch-up.
-func (rec *jobRec) undecided() bool { return len(rec.open) > 0 || rec.backlog != nil }
+func (rec *jobRec) undecided() bool {
+	a := rec.going()
+	return len(a.open) > 0 || a.backlog != nil
+}
 
 // decidedBefore reports whether every tick of the job before t is decided,
 // so that t may be claimed or skipped now.
 func (rec *jobRec) decidedBefore(t time.Time) bool {
-	if len(rec.open) > 0 && rec.open[0].Before(t) {
+	a := rec.going()
+	if len(a.open) > 0 && a.open[0].Before(t) {
 		return false
 	}
-	if b := rec.backlog; b != nil {
+	if b := a.backlog; b != nil {
 		if next := rec.e.sched.Next(b.from); !next.IsZero() && !next.After(b.end) && next.Before(t) {
 			return false
 		}
@@ -63,10 +72,11 @@ func (rec *jobRec) decidedBefore(t time.Time) bool {
 // it.
 func (rec *jobRec) lineEnd() time.Time {
 	var end time.Time
-	if n := len(rec.open); n > 0 {
-		end = rec.open[n-1]
+	a := rec.going()
+	if n := len(a.open); n > 0 {
+		end = a.open[n-1]
 	}
-	if b := rec.backlog; b != nil {
+	if b := a.backlog; b != nil {
 		end = later(end, b.end)
 	}
 	return end

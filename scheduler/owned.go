@@ -24,9 +24,11 @@ type ownedShard struct {
 	cancel    context.CancelCauseFunc
 	state     shardState
 	stoppedAt time.Time
-	jobs      map[string]*jobRec
-	orphans   map[string]Stored // records of jobs not in the job set
-	rel       *Released         // the release catch-up honours; nil if none
+	// jobs holds the shard's records in unit name order (shardjobs.go): a
+	// slice, not a map, as an owner keeps one for every job it owns.
+	jobs    []*jobRec
+	orphans map[string]Stored // records of jobs not in the job set
+	rel     *Released         // the release catch-up honours; nil if none
 	// handed is what this owner's drain names as never started (Released.Handed).
 	handed map[string][]time.Time
 	runs   int // run goroutines not yet reported
@@ -60,10 +62,11 @@ func (sh *ownedShard) check() error {
 }
 
 // jobRec is the owner's view of one job's record in one generation. An
-// owner keeps one for every job of its shards, so it is kept small: what
-// most jobs do not use between fires is nil (runs, ticks claimed ahead,
-// manual ticks, a catch-up's rest), and the counters and flags share
-// words (the struct fits the 288-byte size class; BenchmarkHeapPerOwnedJob100k).
+// owner keeps one for every job of its shards, so it is kept small: what a
+// job has going (its activity: runs, writes, ticks claimed ahead or in
+// line, history, manual ticks) is behind one pointer, nil for most jobs
+// between their fires, and the counters and flags share words (152 bytes,
+// the 160-byte size class; BenchmarkHeapPerOwnedJob100k).
 type jobRec struct {
 	sh        *ownedShard
 	e         *jobEntry
@@ -71,27 +74,8 @@ type jobRec struct {
 	rev       int64    // its ModRevision; 0: the record does not exist
 	// hi is the latest scheduled tick this owner decided (claimed, skipped
 	// or found claimed in the record): the next claim is later than it.
-	hi      time.Time
-	queued  []op          // changes not yet sent
-	writing *pendingWrite // the write in flight or awaiting a retry
-	backoff time.Duration // before the next retry of an unknown write; 0 once one lands
-	runs    []*run        // the runs going; nil when none
-	// ahead holds the ticks claimed ahead and not yet started or dropped.
-	ahead aheads
-	// held holds due ticks that wait for this job's claims or runs.
-	held    []*waitTick
-	backlog *backlog // the rest of a catch-up; nil if none
-	// open holds, in order, the ticks of the schedule in line that no
-	// claim covers yet (open.go): no later tick is claimed before them.
-	open []time.Time
-	hist []Entry // history not yet handed to History
-	// manual holds this generation's manual ticks (trigger.go), by Unix
-	// nanoseconds; nil until the first.
-	manual map[int64]*manual
-	// names holds the ticks the record named for fires taken over
-	// (Flight.Nominal), by the fire's Unix nanoseconds; nil until one. It
-	// grows only at takeover, by at most the record's flights.
-	names map[int64]time.Time
+	hi  time.Time
+	act *activity // nil: nothing going (activity.go)
 	// startedHi is the latest scheduled tick this owner started (Unix
 	// nanoseconds): a job removed and added again does not run it twice.
 	startedHi int64
@@ -112,7 +96,7 @@ func (rec *jobRec) tickOf(f time.Time) time.Time {
 	if n, ok := rec.e.nominal(f); ok {
 		return n
 	}
-	if n, ok := rec.names[f.UnixNano()]; ok {
+	if n, ok := rec.going().names[f.UnixNano()]; ok {
 		return n
 	}
 	return f
@@ -123,10 +107,11 @@ func (rec *jobRec) nameFire(f Flight) {
 	if f.Nominal.IsZero() || f.Trigger != "" {
 		return
 	}
-	if rec.names == nil {
-		rec.names = make(map[int64]time.Time)
+	a := rec.busy()
+	if a.names == nil {
+		a.names = make(map[int64]time.Time)
 	}
-	rec.names[f.Tick.UnixNano()] = f.Nominal
+	a.names[f.Tick.UnixNano()] = f.Nominal
 }
 
 func (rec *jobRec) firing() bool {
@@ -186,7 +171,6 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	ctx, cancel := context.WithCancelCause(g.Lost)
 	sh := &ownedShard{
 		g: g, ctx: ctx, cancel: cancel, state: firing,
-		jobs:    make(map[string]*jobRec),
 		orphans: make(map[string]Stored),
 		idle:    make(chan struct{}),
 	}
@@ -222,26 +206,27 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		rel = nil
 	}
 	sh.rel = rel
-	recs := make([]*jobRec, 0, len(entries))
-	for _, e := range entries {
+	sh.jobs = make([]*jobRec, 0, len(entries))
+	for _, e := range entries { // in name order, as sh.jobs keeps them
 		st, ok := g.Checkpoint.Records[e.name]
 		rec := s.newRec(sh, e, st, ok)
+		sh.jobs = append(sh.jobs, rec)
 		s.catchUp(rec, now, rel)
-		recs = append(recs, rec)
 	}
 	// Catch-up is decided for every job before any timer is armed.
-	for _, rec := range recs {
+	for _, rec := range sh.jobs {
 		s.arm(rec, now)
 		s.sendNotes(rec) // what an older owner decided and did not confirm
+		rec.tidy()
 	}
 	sh.g.Checkpoint = Checkpoint{} // decoded into the jobs and orphans: not kept twice
-	log.Info("shard acquired", "jobs", len(recs), "records", len(g.Checkpoint.Records))
+	log.Info("shard acquired", "jobs", len(sh.jobs), "records", len(g.Checkpoint.Records))
 }
 
-// newRec builds the owner's view of a job from its stored record, if any.
+// newRec builds the owner's view of a job from its stored record, if any;
+// the caller puts it in sh.jobs.
 func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *jobRec {
 	rec := &jobRec{sh: sh, e: e}
-	sh.jobs[e.name] = rec
 	if !ok {
 		return rec
 	}
@@ -256,7 +241,8 @@ func (s *Scheduler) newRec(sh *ownedShard, e *jobEntry, st Stored, ok bool) *job
 		// An earlier release kept the job's history in the record, and the
 		// next write of the record drops it: hand it to History first, so a
 		// rolling upgrade keeps it.
-		rec.hist = append(rec.hist, r.History...)
+		a := rec.busy()
+		a.hist = append(a.hist, r.History...)
 		s.histPending(rec)
 	}
 	return rec
@@ -286,14 +272,17 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 	}
 	s.dropQueuedClaims(sh)
 	for _, rec := range sh.jobs {
-		rec.queued = nil
+		if rec.act != nil {
+			rec.act.queued = nil
+		}
 		delete(s.dirty, rec)
 		delete(s.openAhead, rec)
 		if _, ok := s.retrying[rec]; ok {
 			delete(s.retrying, rec)
-			s.dropClaims(rec, rec.writing.ops)
-			rec.writing = nil
+			s.dropClaims(rec, rec.going().writing.ops)
+			rec.busy().writing = nil
 		}
+		rec.tidy()
 	}
 	s.log.Warn("shard stopped", "shard", sh.g.Shard, "token", sh.g.Token, "runs", sh.runs, "err", cause)
 	s.compactTimers(len(sh.jobs))
@@ -303,15 +292,20 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 // dropQueuedClaims gives back the slots of claims not yet sent.
 func (s *Scheduler) dropQueuedClaims(sh *ownedShard) {
 	for _, rec := range sh.jobs {
-		kept := rec.queued[:0]
-		for _, o := range rec.queued {
+		queued := rec.going().queued
+		if len(queued) == 0 {
+			continue
+		}
+		kept := queued[:0]
+		for _, o := range queued {
 			if o.kind == opClaim {
 				s.dropClaims(rec, []op{o})
 				continue
 			}
 			kept = append(kept, o)
 		}
-		rec.queued = kept
+		rec.busy().queued = kept
+		rec.tidy()
 	}
 }
 
@@ -322,10 +316,11 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 	}
 	pendingHistory := false
 	for _, rec := range sh.jobs {
-		if rec.writing != nil || (len(rec.queued) > 0 && !rec.parked && sh.state != stopped) {
+		a := rec.going()
+		if a.writing != nil || (len(a.queued) > 0 && !rec.parked && sh.state != stopped) {
 			return
 		}
-		pendingHistory = pendingHistory || len(rec.hist) > 0
+		pendingHistory = pendingHistory || len(a.hist) > 0
 	}
 	if pendingHistory && sh.state == draining {
 		s.flushHistory(sh) // a graceful handoff loses no history

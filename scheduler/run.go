@@ -53,7 +53,8 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 	t.man = rec.manualAt(t.tick)
 	tick, rerun := t.tick, t.rerun
 	r := &run{rec: rec, sh: rec.sh, tickRef: t, started: now, ctx: ctx, cancel: cancel}
-	rec.runs = append(rec.runs, r)
+	a := rec.busy()
+	a.runs = append(a.runs, r)
 	if r.man == nil {
 		rec.startedHi = max(rec.startedHi, tick.UnixNano())
 	}
@@ -80,8 +81,12 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 // endRun takes r out of the job's runs, releasing the list with the last:
 // most jobs have no run going most of the time.
 func (rec *jobRec) endRun(r *run) {
-	if rec.runs = slices.DeleteFunc(rec.runs, func(x *run) bool { return x == r }); len(rec.runs) == 0 {
-		rec.runs = nil
+	a := rec.act
+	if a == nil {
+		return
+	}
+	if a.runs = slices.DeleteFunc(a.runs, func(x *run) bool { return x == r }); len(a.runs) == 0 {
+		a.runs = nil
 	}
 }
 
@@ -92,11 +97,12 @@ func (rec *jobRec) endRun(r *run) {
 // the tick after one that waited behind it; past that, forbid skips again,
 // so a job whose runs outlast its period does not pile up ticks.
 func (rec *jobRec) runningAt(t time.Time) bool {
-	if rec.backlog != nil {
+	a := rec.going()
+	if a.backlog != nil {
 		return false
 	}
 	busy := false
-	for _, r := range rec.runs {
+	for _, r := range a.runs {
 		if r.late() || r.behind {
 			return false
 		}
@@ -110,10 +116,11 @@ func (rec *jobRec) runningAt(t time.Time) bool {
 // catchingUp reports whether a caught-up or taken-over run of the job is
 // going, or more are to come.
 func (rec *jobRec) catchingUp() bool {
-	if rec.backlog != nil {
+	a := rec.going()
+	if a.backlog != nil {
 		return true
 	}
-	for _, r := range rec.runs {
+	for _, r := range a.runs {
 		if r.late() {
 			return true
 		}
@@ -222,6 +229,7 @@ func (s *Scheduler) awaitContact(r *run, spec Run) error {
 // flight and the successor re-runs it.
 func (s *Scheduler) runEnded(d runDone) {
 	r, rec, sh := d.r, d.r.rec, d.r.sh
+	defer rec.tidy()
 	rec.endRun(r)
 	sh.runs--
 	s.m.inFlight.Dec()

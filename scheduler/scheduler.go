@@ -59,7 +59,7 @@ type Scheduler struct {
 	dirty     map[*jobRec]struct{} // records with queued ops
 	flushNow  bool                 // a run waits for a dirty record's write
 	flushAt   time.Time            // when dirty records are sent at the latest
-	retrying  map[*jobRec]struct{} // records whose write (rec.writing) waits for a retry
+	retrying  map[*jobRec]struct{} // records whose write (activity.writing) waits for a retry
 	// slowCommit is a decaying maximum of recent commit latencies; the
 	// claim horizon grows with it.
 	slowCommit time.Duration

@@ -17,7 +17,7 @@ type loadDone struct {
 // owner: it re-reads the record.
 func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 	s.log.Warn("job record changed under this owner; re-reading it", append(rec.logArgs(), "err", err)...)
-	rec.writing = pw // keeps the shard busy (Drain waits) until the read returns
+	rec.busy().writing = pw // keeps the shard busy (Drain waits) until the read returns
 	pw.sent = true
 	sh, name, logArgs := rec.sh, rec.e.name, rec.logArgs() // rec is Run's
 	s.wg.Go(func() {
@@ -54,8 +54,9 @@ func (s *Scheduler) stale(rec *jobRec, pw *pendingWrite, err error) {
 // queued again.
 func (s *Scheduler) loaded(d loadDone) {
 	rec, sh := d.rec, d.rec.sh
-	rec.writing = nil
+	rec.busy().writing = nil
 	defer s.checkIdle(sh)
+	defer rec.tidy() // before checkIdle: defers run last first
 	if d.err != nil {
 		s.dropClaims(rec, d.pw.ops)
 		s.releaseEntries(rec, d.pw.ops)
@@ -87,12 +88,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	s.sendNotes(rec)
 	token := sh.g.Token
 	mine := func(t time.Time) bool {
-		for _, f := range r.InFlight {
-			if f.Tick.Equal(t) && f.Token == token {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(t) && f.Token == token })
 	}
 	var requeue []op
 	now := s.now()
@@ -126,8 +122,9 @@ func (s *Scheduler) loaded(d loadDone) {
 			}
 		}
 	}
-	rec.queued = append(requeue, rec.queued...)
-	if len(rec.queued) > 0 {
+	a := rec.busy()
+	a.queued = append(requeue, a.queued...)
+	if len(a.queued) > 0 {
 		s.markDirty(rec, true)
 	}
 	s.requeueHeld(rec)
@@ -146,7 +143,7 @@ func (s *Scheduler) reloadedClaim(rec *jobRec, o op, r Record, live, landed bool
 	case (o.tick.After(r.LastClaimed) || o.rerun) && live:
 		return true
 	case o.ahead:
-		rec.ahead.drop(o.tick) // decided by another write: not ours to run
+		rec.dropAhead(o.tick) // decided by another write: not ours to run
 	default:
 		s.dropClaims(rec, []op{o})
 	}

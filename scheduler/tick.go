@@ -26,7 +26,7 @@ type origin uint8
 
 const (
 	onTime       origin = iota + 1 // of the schedule, due, no claim of this owner covers it
-	claimedAhead                   // of the schedule, claimed before it was due (rec.ahead holds the claim)
+	claimedAhead                   // of the schedule, claimed before it was due (its activity's ahead list holds the claim)
 	caughtUp                       // missed while no owner fired it; the misfire policy chose to run it
 	reclaimed                      // in flight under an older token; claimed again and run whatever policy says
 	requested                      // a manual run (shardcron trigger)

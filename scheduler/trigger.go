@@ -72,7 +72,7 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 	if sh == nil || sh.g.Token != t.Token || sh.state != firing {
 		return
 	}
-	rec := sh.jobs[t.Job]
+	rec := sh.job(t.Job)
 	if rec == nil || !rec.firing() {
 		s.log.Debug("trigger not taken: job not runnable here now", "shard", t.Shard, "token", t.Token, "job", t.Job, "trigger", t.ID)
 		return
@@ -99,7 +99,7 @@ func (s *Scheduler) triggered(t Trigger, now time.Time) {
 // running (not done, not being refused).
 func (rec *jobRec) manualPending() int {
 	n := 0
-	for _, m := range rec.manual {
+	for _, m := range rec.going().manual {
 		if !m.done && m.skip == "" {
 			n++
 		}
@@ -111,7 +111,7 @@ func (rec *jobRec) manualPending() int {
 // a manual tick of it is in line, running or done here, or in flight in the
 // record (an earlier owner claimed it; catch-up runs it).
 func (rec *jobRec) hasTrigger(id string) bool {
-	for _, m := range rec.manual {
+	for _, m := range rec.going().manual {
 		if m.id == id {
 			return true
 		}
@@ -148,7 +148,7 @@ func (rec *jobRec) manualTick(at time.Time, rev int64, now time.Time) time.Time 
 
 func (rec *jobRec) tickTaken(t time.Time) bool {
 	n := t.UnixNano()
-	if rec.manual[n] != nil || rec.ahead.at(t) != nil {
+	if a := rec.going(); a.manual[n] != nil || a.ahead.at(t) != nil {
 		return true
 	}
 	return slices.ContainsFunc(rec.committed.InFlight, func(f Flight) bool { return f.Tick.Equal(t) })
@@ -157,21 +157,22 @@ func (rec *jobRec) tickTaken(t time.Time) bool {
 // addManual remembers m as the manual tick at tick, forgetting the oldest
 // done ones past maxManualKept.
 func (rec *jobRec) addManual(tick time.Time, m *manual) *manual {
-	if rec.manual == nil {
-		rec.manual = make(map[int64]*manual, 1)
+	a := rec.busy()
+	if a.manual == nil {
+		a.manual = make(map[int64]*manual, 1)
 	}
-	rec.manual[tick.UnixNano()] = m
-	if len(rec.manual) > maxManualKept {
+	a.manual[tick.UnixNano()] = m
+	if len(a.manual) > maxManualKept {
 		var done []int64
-		for n, x := range rec.manual {
+		for n, x := range a.manual {
 			if x.done {
 				done = append(done, n)
 			}
 		}
 		slices.Sort(done)
 		// Only done ones are forgotten: pending ones may outnumber the room.
-		for _, n := range done[:min(len(done), max(0, len(rec.manual)-maxManualKept))] {
-			delete(rec.manual, n)
+		for _, n := range done[:min(len(done), max(0, len(a.manual)-maxManualKept))] {
+			delete(a.manual, n)
 		}
 	}
 	return m
@@ -190,7 +191,7 @@ func (rec *jobRec) manualAt(tick time.Time) *manual {
 	if tick.Nanosecond() == 0 {
 		return nil // scheduled ticks are whole seconds; manual ones never are
 	}
-	return rec.manual[tick.UnixNano()]
+	return rec.going().manual[tick.UnixNano()]
 }
 
 // takenOver registers a manual tick found in flight under an older token
@@ -253,7 +254,7 @@ func consumed(ops []op) []TriggerRef {
 // did not land either, are queued again.
 func (s *Scheduler) triggerGone(pw *pendingWrite, err error) {
 	rec := pw.rec
-	rec.writing = nil
+	rec.busy().writing = nil
 	gone := map[string]bool{}
 	var tg *TriggerGone
 	all := !errors.As(err, &tg)
@@ -273,8 +274,9 @@ func (s *Scheduler) triggerGone(pw *pendingWrite, err error) {
 		}
 		keep = append(keep, o)
 	}
-	rec.queued = append(keep, rec.queued...)
-	if len(rec.queued) > 0 {
+	a := rec.busy()
+	a.queued = append(keep, a.queued...)
+	if len(a.queued) > 0 {
 		s.markDirty(rec, true)
 	}
 	s.requeueHeld(rec)

@@ -42,7 +42,8 @@ func (rec *jobRec) queue(o op) {
 			o.name = n
 		}
 	}
-	rec.queued = append(rec.queued, o)
+	a := rec.busy()
+	a.queued = append(a.queued, o)
 }
 
 // markDirty schedules rec's queued changes for the next flush: at once when
@@ -150,6 +151,7 @@ func (s *Scheduler) flush() {
 		if pw := s.prepare(rec); pw != nil {
 			batch = append(batch, pw)
 		}
+		rec.tidy()
 	}
 	if len(s.dirty) == 0 {
 		s.dirty = map[*jobRec]struct{}{} // its room goes (maxKeptRoom)
@@ -186,11 +188,12 @@ func (s *Scheduler) flush() {
 // ahead, so still costs one write per fire; two writes a fire would add
 // to the very load that slowed the commits.
 func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
-	if rec.writing != nil || rec.sh.state != firing || len(rec.queued) == 0 {
+	a := rec.going()
+	if a.writing != nil || rec.sh.state != firing || len(a.queued) == 0 {
 		return time.Time{}, false
 	}
 	var first time.Time
-	for _, o := range rec.queued {
+	for _, o := range a.queued {
 		if o.kind != opClaim || !o.ahead {
 			return time.Time{}, false
 		}
@@ -198,7 +201,7 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 			first = o.tick
 		}
 	}
-	if len(rec.runs) == 0 && !rec.ahead.before(first) {
+	if len(a.runs) == 0 && !a.ahead.before(first) {
 		return time.Time{}, false
 	}
 	// Time enough for a commit as slow as the slowest recent one, twice
@@ -212,21 +215,22 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	if rec.sh.state == stopped || rec.parked {
 		delete(s.dirty, rec)
-		s.dropClaims(rec, rec.queued)
-		s.releaseEntries(rec, rec.queued)
-		rec.queued = nil
+		queued := rec.going().queued
+		s.dropClaims(rec, queued)
+		s.releaseEntries(rec, queued)
+		rec.clearQueued()
 		return nil
 	}
-	if rec.writing != nil {
+	if pw := rec.going().writing; pw != nil {
 		// In flight: the queued changes follow once it returns. Awaiting a
 		// retry that is now due: resend the same value under the same Rev.
 		if _, waiting := s.retrying[rec]; waiting {
 			return nil
 		}
 		delete(s.dirty, rec)
-		if !rec.writing.sent {
-			rec.writing.sent = true
-			return rec.writing
+		if !pw.sent {
+			pw.sent = true
+			return pw
 		}
 		return nil
 	}
@@ -234,18 +238,19 @@ func (s *Scheduler) prepare(rec *jobRec) *pendingWrite {
 	if rec.removed && rec.active == 0 {
 		// A removed job's record goes with it, under the fence, once its
 		// last run has ended (its completion needs no record).
-		s.releaseEntries(rec, rec.queued)
-		rec.queued = nil
+		s.releaseEntries(rec, rec.going().queued)
+		rec.clearQueued()
 		if rec.rev != 0 {
 			return s.pending(rec, nil, Record{}, nil)
 		}
 		return nil
 	}
-	if len(rec.queued) == 0 {
+	queued := rec.going().queued
+	if len(queued) == 0 {
 		return nil
 	}
-	ops, rest := splitTriggers(rec.queued)
-	rec.queued = rest
+	ops, rest := splitTriggers(queued)
+	rec.busy().queued = rest
 	want := apply(rec.committed.record(), rec.sh.g.Token, ops)
 	val, err := want.Encode()
 	if err != nil { // a time out of JSON's range; cannot happen for cron ticks
@@ -263,7 +268,7 @@ func (s *Scheduler) pending(rec *jobRec, ops []op, want Record, val []byte) *pen
 		Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Job: rec.e.name, Value: val, Rev: rec.rev,
 		Triggers: consumed(ops),
 	}}
-	rec.writing = pw
+	rec.busy().writing = pw
 	return pw
 }
 
@@ -305,8 +310,9 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 		rec, err := pw.rec, d.res[i].Err
 		sh := rec.sh
 		if err == nil {
-			rec.writing = nil
-			rec.committed, rec.rev, rec.backoff = stateOf(pw.want), d.res[i].Rev, 0
+			a := rec.busy()
+			a.writing, a.backoff = nil, 0
+			rec.committed, rec.rev = stateOf(pw.want), d.res[i].Rev
 			s.sendNotes(rec)
 			for _, o := range pw.ops {
 				switch o.kind {
@@ -319,14 +325,16 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 					s.holdEntry(rec, o.note.entry)
 				}
 			}
-			if len(rec.queued) > 0 || (rec.removed && rec.rev != 0) {
+			if len(rec.going().queued) > 0 || (rec.removed && rec.rev != 0) {
 				s.markDirty(rec, false)
 			}
 			s.requeueHeld(rec)
+			rec.tidy()
 			s.checkIdle(sh)
 			continue
 		}
 		s.writeFailed(pw, err, now)
+		rec.tidy()
 		s.checkIdle(sh)
 	}
 	wasFailing := s.claimLog.failing
@@ -341,7 +349,7 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 func (s *Scheduler) claimLanded(rec *jobRec, o op, now time.Time) {
 	firing := rec.sh.state == firing && !rec.removed
 	if o.ahead {
-		a := rec.ahead.at(o.tick)
+		a := rec.going().ahead.at(o.tick)
 		if a == nil {
 			return // skipped meanwhile; the drop follows in the next write
 		}

@@ -19,7 +19,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	s.m.claimFailures.WithLabelValues(failureKind(err)).Inc()
 	switch {
 	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
-		rec.writing = nil
+		rec.busy().writing = nil
 		s.dropClaims(rec, pw.ops)
 		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, err)
@@ -27,19 +27,20 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 		// The write's due claims keep their run slots until the re-read
 		// says which landed (loaded): with them given back, forbid saw no
 		// run and claimed the next tick, and both ran at once.
-		rec.writing = nil
+		rec.busy().writing = nil
 		s.stale(rec, pw, err)
 	default: // unknown: retry the same write while the deadline allows
 		if sh.state != stopped && sh.check() == nil {
-			rec.backoff = min(max(2*rec.backoff, retryMin), retryMax)
-			pw.retryAt = now.Add(rec.backoff)
+			a := rec.busy()
+			a.backoff = min(max(2*a.backoff, retryMin), retryMax)
+			pw.retryAt = now.Add(a.backoff)
 			pw.sent = false
 			s.retrying[rec] = struct{}{}
 			s.pushTimer(timerEntry{at: pw.retryAt, kind: timerRetry, rec: rec})
-			s.claimLog.fail(rec.logArgs(), err, "retry_in", rec.backoff)
+			s.claimLog.fail(rec.logArgs(), err, "retry_in", a.backoff)
 			return
 		}
-		rec.writing = nil
+		rec.busy().writing = nil
 		s.dropClaims(rec, pw.ops)
 		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
