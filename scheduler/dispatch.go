@@ -178,8 +178,9 @@ func (s *Scheduler) claimInLine(w *waitTick) {
 	rec := w.rec
 	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: w.tick, from: claimedAhead}, ahead: true})
 	rec.hi = w.tick // gone: a tick on time at or before hi is decided already
-	rec.ahead.add(w.tick)
-	a := rec.ahead.at(w.tick)
+	ahead := &rec.busy().ahead
+	ahead.add(w.tick)
+	a := ahead.at(w.tick)
 	a.due, a.behind = true, w.behind
 	s.markDirty(rec, true)
 }
