@@ -28,7 +28,7 @@ metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m {printf "%d", $
 # apply FILE: applies it, waits until every replica runs its version, prints the version.
 apply() {
 	local v
-	/usr/bin/time -f "%e %M" -o "$dir/time" "$BIN" apply --cluster edit --etcd-endpoints "$EP" -f "$1" -o json >"$dir/out"
+	/usr/bin/time -f "%e %M" -o "$dir/time" "$BIN" apply --cluster edit --etcd-endpoints "$EP" --timeout 10m -f "$1" -o json >"$dir/out"
 	v=$(jq .version "$dir/out")
 	echo "apply $(basename "$1") version $v wall_s $(cut -d' ' -f1 "$dir/time") maxrss_kb $(cut -d' ' -f2 "$dir/time") parts $(jq .parts "$dir/out")" >&2
 	for a in "${addrs[@]}"; do
