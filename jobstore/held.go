@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,110 +25,6 @@ import (
 // ErrPartGone: a part the index names is no longer stored, because a newer
 // set replaced it. Reading again after the next delivery finds the newer.
 var ErrPartGone = errors.New("jobstore: job set part replaced by a newer set")
-
-// Want is the set of shards whose jobs a replica holds, changed as it
-// acquires and releases shards. Each change has a generation; Wait tells
-// when every delivery of WatchHeld reflects one, WaitShard when one
-// shard's jobs are delivered (the watch reads newly wanted parts a batch
-// at a time and delivers each batch, so the first shards wanted need not
-// wait for the last).
-type Want struct {
-	mu      sync.Mutex
-	shards  map[int]int64  // shard -> the token that wants it
-	gen     uint64         // of the last change
-	served  uint64         // the newest generation delivered
-	heldAt  map[int]uint64 // shard -> the newest generation a delivery held it at
-	changed chan struct{}  // cap 1: a change not yet seen by the watch
-	wake    chan struct{}  // closed and replaced when served or heldAt moves
-}
-
-// NewWant returns an empty Want.
-func NewWant() *Want {
-	return &Want{shards: map[int]int64{}, heldAt: map[int]uint64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
-}
-
-// Add wants shard under token (a newer acquisition replaces an older) and
-// returns the change's generation.
-func (w *Want) Add(shard int, token int64) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.shards[shard] = token
-	return w.bump()
-}
-
-// Remove stops wanting shard, unless a newer token wants it since.
-func (w *Want) Remove(shard int, token int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t, ok := w.shards[shard]; ok && t <= token {
-		delete(w.shards, shard)
-		w.bump()
-	}
-}
-
-func (w *Want) bump() uint64 {
-	w.gen++
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
-	return w.gen
-}
-
-// Wait returns once every later delivery reflects generation gen (its
-// shards' jobs held), or with ctx's error.
-func (w *Want) Wait(ctx context.Context, gen uint64) error { return w.WaitShard(ctx, -1, gen) }
-
-// WaitShard returns once a delivery has held shard's jobs as wanted at
-// generation gen or later (every later one holds them too, until the
-// shard is no longer wanted), or with ctx's error. shard -1 waits for
-// every shard wanted at gen (Wait).
-func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
-	for {
-		w.mu.Lock()
-		done, wake := w.served >= gen || (shard >= 0 && w.heldAt[shard] >= gen), w.wake
-		w.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// snapshot is the wanted shards now and their generation.
-func (w *Want) snapshot() (map[int]bool, uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := make(map[int]bool, len(w.shards))
-	for s := range w.shards {
-		m[s] = true
-	}
-	return m, w.gen
-}
-
-// serve records that gen is delivered whole, and that the shards held
-// were delivered at gen held (a part of a holding: gen stays unserved).
-func (w *Want) serve(gen, held uint64, shards []int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	moved := false
-	if gen > w.served {
-		w.served, moved = gen, true
-	}
-	for _, s := range shards {
-		if held > w.heldAt[s] {
-			w.heldAt[s], moved = held, true
-		}
-	}
-	if moved {
-		close(w.wake)
-		w.wake = make(chan struct{})
-	}
-}
 
 // Held is one delivery of WatchHeld: the effective definitions of the
 // wanted shards' jobs and of every sharded job (format 1: of every job),
@@ -195,8 +90,10 @@ func (h *heldSink) tookSome() {
 // cache keep them.
 func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
 	if !again || p.Format >= 2 || set.Version != h.version {
+		// A format 1 set, one blob, is held and delivered whole.
+		delivers := func(s int) bool { return p.Format < 2 || h.wanted[s] }
 		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
-			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+			Jobs: heldRefs(cache, delivers, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
 	}
 	h.delivered, h.version, h.some = h.gen, set.Version, false
 	var held []int
@@ -208,19 +105,25 @@ func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs ma
 	h.want.serve(h.gen, h.next, held)
 }
 
-// heldRefs points at the jobs cache's parts hold (a part not held: its
-// sharded jobs), in shard order, each as ovs makes it (a copy where an
-// override changes it).
-func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
+// heldRefs points at the jobs cache's parts hold for delivery (a part
+// not delivered, or not held: its sharded jobs), in shard order, each as
+// ovs makes it (a copy where an override changes it).
+func heldRefs(cache partCache, delivers func(int) bool, ovs map[string]Override) []*config.Job {
 	shards := slices.Sorted(maps.Keys(cache))
 	n := 0
 	for _, s := range shards {
-		n += len(cache[s].held())
+		if delivers(s) {
+			n += len(cache[s].held())
+		}
 	}
 	refs := make([]*config.Job, 0, n)
 	for _, s := range shards {
-		jobs := cache[s].held()
+		pi := cache[s]
+		jobs := pi.held()
 		for i := range jobs {
+			if pi.jobs != nil && !delivers(s) && (pi.items == nil || pi.items[i] == 0) {
+				continue // expected, not wanted yet: only its sharded jobs go
+			}
 			j := &jobs[i]
 			if e, ok := overridden(j, ovs); ok {
 				j = &e
@@ -231,11 +134,12 @@ func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
 	return refs
 }
 
-// holding snapshots want for one read.
+// holding snapshots want for one read: the parts wanted or expected are
+// kept.
 func (h *heldSink) holding() *holding {
-	m, gen := h.want.snapshot()
+	m, exp, gen := h.want.snapshot()
 	h.next, h.wanted = gen, m
-	return &holding{shards: h.shards, want: func(s int) bool { return m[s] }}
+	return &holding{shards: h.shards, want: func(s int) bool { return m[s] || exp[s] }}
 }
 
 // indexWhole indexes a format 1 set, whole and held, into cache: its jobs

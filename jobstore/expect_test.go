@@ -1,0 +1,87 @@
+package jobstore
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/etcdtest"
+	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
+)
+
+// A replica joining expects its shards before it reads the set: the watch
+// keeps their parts' jobs as it indexes the set, and keeps them current,
+// without delivering them; a grant then delivers them without reading any
+// part again. What is not granted within the window is dropped.
+func TestWatchHeldExpectedShardsNeedNoRead(t *testing.T) {
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprintf("format=%d", format), func(t *testing.T) { watchHeldExpected(t, format) })
+	}
+}
+
+func watchHeldExpected(t *testing.T, format int) {
+	cli := etcdtest.Start(t).Client(t)
+	ks := keyspace.New("expect")
+	const shards = 16
+	opts := ApplyOptions{Shards: shards, Format: format}
+	set := jobs(0, 400, 1)
+	sharded := job("fan-out", 1)
+	sharded.Items = 4
+	set = append(set, sharded)
+	mustApply(t, cli, ks, set, opts)
+
+	var read atomic.Int64
+	testHookPartsRead = func(n int) { read.Add(int64(n)) }
+	t.Cleanup(func() { testHookPartsRead = nil })
+	want := NewWant()
+	const window = 3 * time.Second
+	want.Expect([]int{2, 7}, window)
+	got := heldWatch(t, cli, ks, shards, want)
+
+	h := nextHeld(t, got, "the first set")
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards)) || !h.Index.Held(2) || !h.Index.Held(7) || h.Index.Held(3) {
+		t.Fatalf("first delivery: %d jobs, want only the sharded one; shards 2 and 7 kept, 3 not", len(h.Jobs))
+	}
+
+	// An edit of an expected shard is read (and kept) as it comes.
+	at := slices.IndexFunc(set, func(j config.Job) bool { return keyspace.ShardOf(j.Name, shards) == 7 })
+	set[at].Schedule = "@every 7s"
+	r := mustApply(t, cli, ks, set, opts)
+	for h.Version != r.Version {
+		h = nextHeld(t, got, "the edit of shard 7")
+	}
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards)) {
+		t.Fatalf("after the edit: %d jobs delivered, want only the sharded one: an expected shard is not delivered before its grant", len(h.Jobs))
+	}
+
+	before := read.Load()
+	gen := want.Add(7, 100)
+	if err := want.WaitShard(testCtx(t, 10*time.Second), 7, gen); err != nil {
+		t.Fatal(err)
+	}
+	for !slices.ContainsFunc(h.Jobs, func(j *config.Job) bool { return j.Name == set[at].Name }) {
+		h = nextHeld(t, got, "shard 7 granted")
+	}
+	if fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards, 7)) {
+		t.Fatalf("shard 7 granted: %d jobs delivered, want shard 7's, as edited, and the sharded one", len(h.Jobs))
+	}
+	if n := read.Load() - before; n != 0 {
+		t.Fatalf("granting an expected shard read %d parts, want none", n)
+	}
+
+	// Shard 2 is never granted: past the window its jobs are dropped.
+	poll.Must(t, 10*window, "shard 2, expected and never granted, dropped after its window", poll.True(func() bool {
+		select {
+		case h = <-got:
+		default:
+		}
+		return !h.Index.Held(2)
+	}))
+	if !h.Index.Held(7) || fingerprint(values(h.Jobs)) != fingerprint(inShards(set, shards, 7)) {
+		t.Fatalf("after the window: %d jobs delivered, want shard 7's still", len(h.Jobs))
+	}
+}

@@ -1,0 +1,153 @@
+package jobstore
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Want is the set of shards whose jobs a replica holds, changed as it
+// acquires and releases shards. Each change has a generation; Wait tells
+// when every delivery of WatchHeld reflects one, WaitShard when one
+// shard's jobs are delivered (the watch reads newly wanted parts a batch
+// at a time and delivers each batch, so the first shards wanted need not
+// wait for the last).
+type Want struct {
+	mu       sync.Mutex
+	shards   map[int]int64  // shard -> the token that wants it
+	expected map[int]bool   // shards expected to be wanted soon (Expect); nil: none
+	expects  uint64         // counts Expect calls, so a replaced lapse does nothing
+	lapse    *time.Timer    // ends expected after its window
+	gen      uint64         // of the last change
+	served   uint64         // the newest generation delivered
+	heldAt   map[int]uint64 // shard -> the newest generation a delivery held it at
+	changed  chan struct{}  // cap 1: a change not yet seen by the watch
+	wake     chan struct{}  // closed and replaced when served or heldAt moves
+}
+
+// NewWant returns an empty Want.
+func NewWant() *Want {
+	return &Want{shards: map[int]int64{}, heldAt: map[int]uint64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
+}
+
+// Add wants shard under token (a newer acquisition replaces an older) and
+// returns the change's generation.
+func (w *Want) Add(shard int, token int64) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.shards[shard] = token
+	return w.bump()
+}
+
+// Remove stops wanting shard, unless a newer token wants it since.
+func (w *Want) Remove(shard int, token int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.shards[shard]; ok && t <= token {
+		delete(w.shards, shard)
+		w.bump()
+	}
+}
+
+func (w *Want) bump() uint64 {
+	w.gen++
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+	return w.gen
+}
+
+// Wait returns once every later delivery reflects generation gen (its
+// shards' jobs held), or with ctx's error.
+func (w *Want) Wait(ctx context.Context, gen uint64) error { return w.WaitShard(ctx, -1, gen) }
+
+// WaitShard returns once a delivery has held shard's jobs as wanted at
+// generation gen or later (every later one holds them too, until the
+// shard is no longer wanted), or with ctx's error. shard -1 waits for
+// every shard wanted at gen (Wait).
+func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
+	for {
+		w.mu.Lock()
+		done, wake := w.served >= gen || (shard >= 0 && w.heldAt[shard] >= gen), w.wake
+		w.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Expect says the replica expects to be wanting shards soon (a replica
+// joining: those the assignment will give it). The watch then keeps their
+// parts' jobs as it reads them, and keeps them current, without
+// delivering them, so that Add finds them held and delivers them at once
+// instead of reading them then. What is not wanted within window is
+// dropped: a replica holds only what it owns. A later Expect replaces the
+// earlier.
+func (w *Want) Expect(shards []int, window time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expect(shards)
+	if len(shards) > 0 {
+		seq := w.expects
+		w.lapse = time.AfterFunc(window, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.expects == seq { // not replaced since
+				w.expect(nil)
+			}
+		})
+	}
+}
+
+// expect replaces the expected shards; w.mu is held.
+func (w *Want) expect(shards []int) {
+	if w.lapse != nil {
+		w.lapse.Stop()
+		w.lapse = nil
+	}
+	w.expects++
+	w.expected = make(map[int]bool, len(shards))
+	for _, s := range shards {
+		w.expected[s] = true
+	}
+	w.bump()
+}
+
+// snapshot is the wanted shards now, the expected ones, and their
+// generation.
+func (w *Want) snapshot() (wanted, expected map[int]bool, gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := make(map[int]bool, len(w.shards))
+	for s := range w.shards {
+		m[s] = true
+	}
+	return m, maps.Clone(w.expected), w.gen
+}
+
+// serve records that gen is delivered whole, and that the shards held
+// were delivered at gen held (a part of a holding: gen stays unserved).
+func (w *Want) serve(gen, held uint64, shards []int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	moved := false
+	if gen > w.served {
+		w.served, moved = gen, true
+	}
+	for _, s := range shards {
+		if held > w.heldAt[s] {
+			w.heldAt[s], moved = held, true
+		}
+	}
+	if moved {
+		close(w.wake)
+		w.wake = make(chan struct{})
+	}
+}
