@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -221,6 +222,10 @@ type chunkReader struct {
 	next  int
 	jobs  []config.Job
 	share *sharer // what the jobs it decodes hold alike, held once (share.go)
+	// names decodes only what an index needs of each job (its name and
+	// items) unless a chunk holds a sharded job, which is then decoded
+	// whole: every replica holds those. The digest still covers every byte.
+	names bool
 }
 
 func newChunkReader(p pointer) *chunkReader {
@@ -261,11 +266,49 @@ func (r *chunkReader) add(index int, v []byte) error {
 	// One pass decodes the format and the jobs; the format is checked
 	// first, and a chunk that does not decode is told apart as newer
 	// (ErrFormat) or damaged (ErrCorrupt).
+	format, jobs, err := r.decode(raw)
+	if format > Format {
+		return fmt.Errorf("%w: %s chunk %d has format %d, this binary knows up to %d", ErrFormat, r.what(), index, format, Format)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
+	}
+	r.sum.Write(raw)
+	r.jobs = append(r.jobs, jobs...)
+	return nil
+}
+
+// nameOnly is what an index needs of a job it does not hold.
+type nameOnly struct {
+	Name      string   `json:"name"`
+	Items     int      `json:"items"`
+	ItemNames []string `json:"item_names"`
+}
+
+func (j nameOnly) sharded() bool { return j.Items > 0 || len(j.ItemNames) > 0 }
+
+// decode decodes one chunk's format and jobs: whole, shared (share.go),
+// or, with r.names and no sharded job in it, only their names.
+func (r *chunkReader) decode(raw []byte) (int, []config.Job, error) {
+	if r.names {
+		var c struct {
+			Format int        `json:"format"`
+			Jobs   []nameOnly `json:"jobs"`
+		}
+		err := json.Unmarshal(raw, &c)
+		if err == nil && c.Format <= Format && !slices.ContainsFunc(c.Jobs, nameOnly.sharded) {
+			jobs := make([]config.Job, len(c.Jobs))
+			for i, j := range c.Jobs {
+				jobs[i].Name = j.Name
+			}
+			return c.Format, jobs, nil
+		}
+	}
 	var c struct {
 		Format int          `json:"format"`
 		Jobs   []config.Job `json:"jobs"`
 	}
-	err = json.Unmarshal(raw, &c)
+	err := json.Unmarshal(raw, &c)
 	if c.Format == 0 && err != nil {
 		var head struct {
 			Format int `json:"format"`
@@ -274,18 +317,12 @@ func (r *chunkReader) add(index int, v []byte) error {
 			c.Format = head.Format
 		}
 	}
-	if c.Format > Format {
-		return fmt.Errorf("%w: %s chunk %d has format %d, this binary knows up to %d", ErrFormat, r.what(), index, c.Format, Format)
+	if err == nil {
+		for i := range c.Jobs {
+			r.share.share(&c.Jobs[i])
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
-	}
-	r.sum.Write(raw)
-	for i := range c.Jobs {
-		r.share.share(&c.Jobs[i])
-	}
-	r.jobs = append(r.jobs, c.Jobs...)
-	return nil
+	return c.Format, c.Jobs, err
 }
 
 func (r *chunkReader) finish() (config.JobSet, error) {

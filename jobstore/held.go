@@ -200,7 +200,7 @@ func ReadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *I
 	slices.SortFunc(todo, func(a, b partRef) int { return cmp.Compare(a.Shard, b.Shard) })
 	for len(todo) > 0 {
 		n := min(len(todo), partsPerRead)
-		if err := readPartBatch(ctx, cli, ks, todo[:n], 0, func(r partRef, jobs []config.Job) { parts[r.Shard] = jobs }); err != nil {
+		if err := readPartBatch(ctx, cli, ks, todo[:n], 0, nil, func(r partRef, jobs []config.Job) { parts[r.Shard] = jobs }); err != nil {
 			return config.JobSet{}, err
 		}
 		todo = todo[n:]
@@ -236,7 +236,7 @@ func EachPart(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *I
 			}
 		}
 		if len(todo) > 0 {
-			if err := readPartBatch(ctx, cli, ks, todo, 0, func(r partRef, jobs []config.Job) { got[r.Shard] = jobs }); err != nil {
+			if err := readPartBatch(ctx, cli, ks, todo, 0, nil, func(r partRef, jobs []config.Job) { got[r.Shard] = jobs }); err != nil {
 				return err
 			}
 		}
