@@ -252,14 +252,9 @@ func (r *chunkReader) add(index int, v []byte) error {
 		return fmt.Errorf("%w: %s: chunk %d missing", ErrCorrupt, r.what(), r.next)
 	}
 	r.next++
-	zr, err := gzip.NewReader(bytes.NewReader(v))
-	if err != nil {
-		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxChunkDecoded+1))
-	if err == nil && len(raw) > maxChunkDecoded {
-		err = errors.New("decompressed chunk too large")
-	}
+	d := inflaters.Get().(*inflater)
+	defer d.release()
+	raw, err := d.inflate(v)
 	if err != nil {
 		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
@@ -276,6 +271,47 @@ func (r *chunkReader) add(index int, v []byte) error {
 	r.sum.Write(raw)
 	r.jobs = append(r.jobs, jobs...)
 	return nil
+}
+
+// inflater decompresses chunks into a buffer it keeps, so that reading
+// a set's thousand parts grows no buffer a thousand times; what a chunk
+// decodes to copies what it keeps (encoding/json), so the buffer is free
+// again once the chunk is decoded.
+type inflater struct {
+	zr  *gzip.Reader
+	buf bytes.Buffer
+}
+
+var inflaters = sync.Pool{New: func() any { return new(inflater) }}
+
+// release returns d to the pool, without a buffer grown by an outsized
+// chunk.
+func (d *inflater) release() {
+	if d.buf.Cap() > 4<<20 {
+		d.buf = bytes.Buffer{}
+	}
+	inflaters.Put(d)
+}
+
+// inflate returns v decompressed, valid until the next inflate.
+func (d *inflater) inflate(v []byte) ([]byte, error) {
+	var err error
+	if d.zr == nil {
+		d.zr, err = gzip.NewReader(bytes.NewReader(v))
+	} else {
+		err = d.zr.Reset(bytes.NewReader(v))
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.buf.Reset()
+	if _, err := d.buf.ReadFrom(io.LimitReader(d.zr, maxChunkDecoded+1)); err != nil {
+		return nil, err
+	}
+	if d.buf.Len() > maxChunkDecoded {
+		return nil, errors.New("decompressed chunk too large")
+	}
+	return d.buf.Bytes(), nil
 }
 
 // nameOnly is what an index needs of a job it does not hold.

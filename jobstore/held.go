@@ -27,7 +27,8 @@ import (
 var ErrPartGone = errors.New("jobstore: job set part replaced by a newer set")
 
 // Held is one delivery of WatchHeld: the effective definitions of the
-// wanted shards' jobs and of every sharded job (format 1: of every job),
+// wanted and expected shards' jobs and of every sharded job (format 1: of
+// every job),
 // and the index of every job of the set.
 //
 // Jobs point at the definitions the watch keeps with each part it holds:
@@ -64,6 +65,8 @@ type heldSink struct {
 	fn        func(Held)
 	next      uint64       // of the holding the last read was asked with
 	wanted    map[int]bool // that holding's shards
+	expected  map[int]bool // and the shards it expected
+	expects   uint64       // their Want.expects
 	gen       uint64       // of the holding the good set was read with whole
 	delivered uint64       // the holding generation last delivered
 	some      bool         // part of a holding read since the last delivery
@@ -90,40 +93,38 @@ func (h *heldSink) tookSome() {
 // cache keep them.
 func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
 	if !again || p.Format >= 2 || set.Version != h.version {
-		// A format 1 set, one blob, is held and delivered whole.
-		delivers := func(s int) bool { return p.Format < 2 || h.wanted[s] }
 		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
-			Jobs: heldRefs(cache, delivers, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
+			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
 	}
 	h.delivered, h.version, h.some = h.gen, set.Version, false
-	var held []int
+	has := func(s int) bool { pi := cache[s]; return pi == nil || pi.jobs != nil }
+	var held, kept []int
 	for s := range h.wanted {
-		if pi := cache[s]; pi == nil || pi.jobs != nil {
+		if has(s) {
 			held = append(held, s)
 		}
 	}
-	h.want.serve(h.gen, h.next, held)
+	for s := range h.expected {
+		if has(s) {
+			kept = append(kept, s)
+		}
+	}
+	h.want.serve(h.gen, h.next, held, kept, h.expects)
 }
 
-// heldRefs points at the jobs cache's parts hold for delivery (a part
-// not delivered, or not held: its sharded jobs), in shard order, each as
-// ovs makes it (a copy where an override changes it).
-func heldRefs(cache partCache, delivers func(int) bool, ovs map[string]Override) []*config.Job {
+// heldRefs points at the jobs cache's parts hold (a part not held: its
+// sharded jobs), in shard order, each as ovs makes it (a copy where an
+// override changes it).
+func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
 	shards := slices.Sorted(maps.Keys(cache))
 	n := 0
 	for _, s := range shards {
-		if delivers(s) {
-			n += len(cache[s].held())
-		}
+		n += len(cache[s].held())
 	}
 	refs := make([]*config.Job, 0, n)
 	for _, s := range shards {
-		pi := cache[s]
-		jobs := pi.held()
+		jobs := cache[s].held()
 		for i := range jobs {
-			if pi.jobs != nil && !delivers(s) && (pi.items == nil || pi.items[i] == 0) {
-				continue // expected, not wanted yet: only its sharded jobs go
-			}
 			j := &jobs[i]
 			if e, ok := overridden(j, ovs); ok {
 				j = &e
@@ -137,9 +138,9 @@ func heldRefs(cache partCache, delivers func(int) bool, ovs map[string]Override)
 // holding snapshots want for one read: the parts wanted or expected are
 // kept.
 func (h *heldSink) holding() *holding {
-	m, exp, gen := h.want.snapshot()
-	h.next, h.wanted = gen, m
-	return &holding{shards: h.shards, want: func(s int) bool { return m[s] || exp[s] }}
+	w := h.want.snapshot()
+	h.next, h.wanted, h.expected, h.expects = w.gen, w.wanted, w.expected, w.expects
+	return &holding{shards: h.shards, want: func(s int) bool { return w.wanted[s] || w.expected[s] }}
 }
 
 // indexWhole indexes a format 1 set, whole and held, into cache: its jobs

@@ -19,6 +19,8 @@ type Want struct {
 	expected map[int]bool   // shards expected to be wanted soon (Expect); nil: none
 	expects  uint64         // counts Expect calls, so a replaced lapse does nothing
 	lapse    *time.Timer    // ends expected after its window
+	kept     map[int]bool   // the expected shards the last delivery held
+	keptSeq  uint64         // the expects of that delivery's holding
 	gen      uint64         // of the last change
 	served   uint64         // the newest generation delivered
 	heldAt   map[int]uint64 // shard -> the newest generation a delivery held it at
@@ -32,12 +34,20 @@ func NewWant() *Want {
 }
 
 // Add wants shard under token (a newer acquisition replaces an older) and
-// returns the change's generation.
+// returns the change's generation. An expected shard that the last
+// delivery held counts as held at once: expected unchanged since that
+// delivery's holding, every delivery since holds it too, and from now on
+// it is wanted.
 func (w *Want) Add(shard int, token int64) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.shards[shard] = token
-	return w.bump()
+	gen := w.bump()
+	if w.expected[shard] && w.kept[shard] && w.keptSeq == w.expects {
+		w.heldAt[shard] = gen
+		w.woke()
+	}
+	return gen
 }
 
 // Remove stops wanting shard, unless a newer token wants it since.
@@ -84,12 +94,12 @@ func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
 }
 
 // Expect says the replica expects to be wanting shards soon (a replica
-// joining: those the assignment will give it). The watch then keeps their
-// parts' jobs as it reads them, and keeps them current, without
-// delivering them, so that Add finds them held and delivers them at once
-// instead of reading them then. What is not wanted within window is
-// dropped: a replica holds only what it owns. A later Expect replaces the
-// earlier.
+// joining: those the assignment will give it). The watch then keeps and
+// delivers their parts' jobs as it reads the set, and keeps them current,
+// so that the consumer (the scheduler) has them before the grant and Add
+// finds them held: its delivery reads nothing and builds nothing new.
+// What is not wanted within window is dropped: a replica holds only what
+// it owns. A later Expect replaces the earlier.
 func (w *Want) Expect(shards []int, window time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -120,23 +130,32 @@ func (w *Want) expect(shards []int) {
 	w.bump()
 }
 
-// snapshot is the wanted shards now, the expected ones, and their
-// generation.
-func (w *Want) snapshot() (wanted, expected map[int]bool, gen uint64) {
+// wantSnapshot is a Want at one moment, for one read.
+type wantSnapshot struct {
+	wanted, expected map[int]bool
+	gen, expects     uint64
+}
+
+func (w *Want) snapshot() wantSnapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m := make(map[int]bool, len(w.shards))
 	for s := range w.shards {
 		m[s] = true
 	}
-	return m, maps.Clone(w.expected), w.gen
+	return wantSnapshot{wanted: m, expected: maps.Clone(w.expected), gen: w.gen, expects: w.expects}
 }
 
-// serve records that gen is delivered whole, and that the shards held
-// were delivered at gen held (a part of a holding: gen stays unserved).
-func (w *Want) serve(gen, held uint64, shards []int) {
+// serve records that gen is delivered whole, that the shards held were
+// delivered at gen held (a part of a holding: gen stays unserved), and
+// that the delivery held the expected shards kept, expected as of expects.
+func (w *Want) serve(gen, held uint64, shards, kept []int, expects uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.kept, w.keptSeq = make(map[int]bool, len(kept)), expects
+	for _, s := range kept {
+		w.kept[s] = true
+	}
 	moved := false
 	if gen > w.served {
 		w.served, moved = gen, true
@@ -147,7 +166,12 @@ func (w *Want) serve(gen, held uint64, shards []int) {
 		}
 	}
 	if moved {
-		close(w.wake)
-		w.wake = make(chan struct{})
+		w.woke()
 	}
+}
+
+// woke wakes the waiters; w.mu is held.
+func (w *Want) woke() {
+	close(w.wake)
+	w.wake = make(chan struct{})
 }

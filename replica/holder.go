@@ -29,9 +29,10 @@ const expectWindow = 2 * time.Minute
 // expect tells want which shards this replica expects to be granted (its
 // share by the assignment, itself counted), before the job set watch
 // reads the set at start: the watch keeps their jobs as it indexes the
-// set, so a grant finds them held instead of reading them again then,
-// inside the handoff budget. It is advice: a failure to read it only
-// leaves each grant to read its shard's jobs.
+// set and hands them to the scheduler (which fires no shard before its
+// grant), so a grant finds them held instead of reading and installing
+// them then, inside the handoff budget. It is advice: a failure to read
+// it only leaves each grant to read its shard's jobs.
 func expect(ctx context.Context, mgr *shard.Manager, want *jobstore.Want, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, expectTimeout)
 	defer cancel()

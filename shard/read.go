@@ -89,7 +89,8 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 // advice, read before the node joins, so that the node can read those
 // shards' jobs ahead of their grants (a replica joining takes its share
 // within the handoff budget); etcd still decides who holds each shard. A
-// node registered and drained expects none.
+// node registered and drained expects none, nor one that sees no other
+// member.
 func (m *Manager) Expected(ctx context.Context) ([]int, error) {
 	st, err := ReadState(ctx, m.cli, m.ks)
 	if err != nil {
@@ -103,6 +104,11 @@ func (m *Manager) Expected(ctx context.Context) ([]int, error) {
 		case mem.Node != m.cfg.Node && mem.Counted:
 			names = append(names, mem.Node)
 		}
+	}
+	if len(names) == 1 {
+		// Alone, it would expect every shard: in a cold start the next
+		// replicas take most of them within the settle delay.
+		return nil, nil
 	}
 	a, err := rebalance.Assign(names, m.params)
 	if err != nil {

@@ -10,7 +10,8 @@
 # holds the new table). Same clock: everything runs on this host. Then
 # (JOIN=1, the default) a 4th replica joins, and each shard it takes is
 # timed from its grant to its jobs held and to its catch-up done (its
-# "shard taken" log lines; binaries from 2026-12-02 on).
+# "shard taken" log lines; binaries from 2026-12-02 on; JOIN_LOG=FILE
+# keeps its log).
 #
 #   bench/heap/edit.sh BIN [JOBS] [EDITS]
 #
@@ -85,5 +86,6 @@ if [ "${JOIN:-1}" = 1 ]; then # a 4th replica joins: each shard it takes, from g
 	done
 	echo "join: last shard taken at $(cut -d' ' -f3 "$dir/taken" | sort | tail -1); r4 heap_inuse $(($(metric "$a" go_memstats_heap_inuse_bytes) >> 20)) MiB"
 	grep -c "not read within the handoff budget" "$dir/r4.log" | sed 's/^/join: shards taken past the handoff budget: /' || true
+	if [ -n "${JOIN_LOG:-}" ]; then cp "$dir/r4.log" "$JOIN_LOG"; fi
 fi
 echo "load after: $(cat /proc/loadavg)"
