@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,15 +28,9 @@ func watchHeldExpected(t *testing.T, format int) {
 	ks := keyspace.New("expect")
 	const shards = 16
 	opts := ApplyOptions{Shards: shards, Format: format}
-	set := jobs(0, 400, 1)
-	sharded := job("fan-out", 1)
-	sharded.Items = 4
-	set = append(set, sharded)
+	set := withFanOut(jobs(0, 400, 1), 4)
 	mustApply(t, cli, ks, set, opts)
-
-	var read atomic.Int64
-	testHookPartsRead = func(n int) { read.Add(int64(n)) }
-	t.Cleanup(func() { testHookPartsRead = nil })
+	read := countPartReads(t)
 	want := NewWant()
 	const window = 3 * time.Second
 	want.Expect([]int{2, 7}, window)
