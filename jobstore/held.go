@@ -71,6 +71,7 @@ type heldSink struct {
 	delivered uint64       // the holding generation last delivered
 	some      bool         // part of a holding read since the last delivery
 	version   int64        // the version last delivered
+	parts     []*partIndex // the parts last delivered, in shard order
 }
 
 func (h *heldSink) took()                    { h.gen = h.next }
@@ -88,11 +89,19 @@ func (h *heldSink) tookSome() {
 }
 
 // deliver hands the held parts' jobs over, overrides applied, with the
-// index, and tells want the holding it reflects. A holding change of a set
-// held whole changes nothing to hand. set carries no jobs: the parts in
-// cache keep them.
+// index, and tells want the holding it reflects. A holding change that
+// changes no part (a set held whole; a grant of an expected shard, held
+// already) has nothing to hand: handing the same set again would only
+// make the consumer walk it. set carries no jobs: the parts in cache keep
+// them.
 func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
-	if !again || p.Format >= 2 || set.Version != h.version {
+	parts := make([]*partIndex, 0, len(cache))
+	for _, s := range slices.Sorted(maps.Keys(cache)) {
+		parts = append(parts, cache[s])
+	}
+	same := again && set.Version == h.version && (p.Format < 2 || slices.Equal(parts, h.parts))
+	h.parts = parts
+	if !same {
 		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
 			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
 	}

@@ -18,7 +18,8 @@ type Want struct {
 	shards   map[int]int64  // shard -> the token that wants it
 	expected map[int]bool   // shards expected to be wanted soon (Expect); nil: none
 	expects  uint64         // counts Expect calls, so a replaced lapse does nothing
-	lapse    *time.Timer    // ends expected after its window
+	window   time.Duration  // how long expected lasts once delivered
+	lapse    *time.Timer    // ends expected after its window; nil until armed
 	kept     map[int]bool   // the expected shards the last delivery held
 	keptSeq  uint64         // the expects of that delivery's holding
 	gen      uint64         // of the last change
@@ -98,22 +99,15 @@ func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
 // delivers their parts' jobs as it reads the set, and keeps them current,
 // so that the consumer (the scheduler) has them before the grant and Add
 // finds them held: its delivery reads nothing and builds nothing new.
-// What is not wanted within window is dropped: a replica holds only what
-// it owns. A later Expect replaces the earlier.
+// What is not wanted within window of the first delivery after Expect is
+// dropped (the window counts from the read that costs the memory, not
+// from the call): a replica holds only what it owns. A later Expect
+// replaces the earlier.
 func (w *Want) Expect(shards []int, window time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.expect(shards)
-	if len(shards) > 0 {
-		seq := w.expects
-		w.lapse = time.AfterFunc(window, func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.expects == seq { // not replaced since
-				w.expect(nil)
-			}
-		})
-	}
+	w.window = window
 }
 
 // expect replaces the expected shards; w.mu is held.
@@ -128,6 +122,21 @@ func (w *Want) expect(shards []int) {
 		w.expected[s] = true
 	}
 	w.bump()
+}
+
+// armLapse starts the window of the expected shards, once, at the first
+// delivery that held them; w.mu is held.
+func (w *Want) armLapse(expects uint64) {
+	if len(w.expected) == 0 || w.lapse != nil || expects != w.expects {
+		return
+	}
+	w.lapse = time.AfterFunc(w.window, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.expects == expects { // not replaced since
+			w.expect(nil)
+		}
+	})
 }
 
 // wantSnapshot is a Want at one moment, for one read.
@@ -156,6 +165,7 @@ func (w *Want) serve(gen, held uint64, shards, kept []int, expects uint64) {
 	for _, s := range kept {
 		w.kept[s] = true
 	}
+	w.armLapse(expects)
 	moved := false
 	if gen > w.served {
 		w.served, moved = gen, true

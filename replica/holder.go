@@ -20,11 +20,13 @@ import (
 const handoffFetchBudget = 2 * time.Second
 
 // expectWindow is how long a starting replica keeps the jobs of the shards
-// it expects to be granted (expect) before dropping those not granted. It
-// covers reading the set, the settle delay, the previous owners' drain
-// (--drain-timeout, 10 s by default) and the grants, with room to spare
-// on a loaded host; past it the replica holds only what it owns again.
-const expectWindow = 2 * time.Minute
+// it expects to be granted (expect), counted from its first read of the
+// set, before dropping those not granted. It covers the settle delay, the
+// previous owners' drain (--drain-timeout, 10 s by default) and the
+// grants, with room to spare on a loaded host; past it the replica holds
+// only what it owns again. A cold start, whose set comes later by apply,
+// has its window over by then.
+const expectWindow = time.Minute
 
 // expect tells want which shards this replica expects to be granted (its
 // share by the assignment, itself counted), before the job set watch
