@@ -119,3 +119,35 @@ func BenchmarkApplyOneEdit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodePart measures decoding one stored part of 1,000 jobs
+// (about a shard's at a million jobs over 1,024 shards): whole, as a
+// holder of its shard does, and for an index only, as a replica does for
+// every part it does not hold when it reads the set at start.
+func BenchmarkDecodePart(b *testing.B) {
+	set := jobs(0, 1000, 1)
+	enc, err := encodeSet(set, DefaultApplyOptions().ChunkBytes, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := enc.compress(); err != nil {
+		b.Fatal(err)
+	}
+	ref := partRef{Version: 1, Chunks: len(enc.chunks), Jobs: len(set), Digest: enc.short}
+	for _, names := range []bool{false, true} {
+		b.Run(fmt.Sprintf("names-only=%v", names), func(b *testing.B) {
+			for b.Loop() {
+				r := newPartReader(ref)
+				r.names = names
+				for c, z := range enc.chunks {
+					if err := r.add(c, z); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := r.finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -67,7 +67,7 @@ func readNamedParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space
 	set := config.JobSet{Version: p.Version}
 	for len(refs) > 0 {
 		n := min(len(refs), partsPerRead)
-		err := readPartBatch(ctx, cli, ks, refs[:n], p.readRev, func(_ partRef, jobs []config.Job) { set.Jobs = append(set.Jobs, jobs...) })
+		err := readPartBatch(ctx, cli, ks, refs[:n], p.readRev, nil, func(_ partRef, jobs []config.Job) { set.Jobs = append(set.Jobs, jobs...) })
 		if err != nil {
 			return config.JobSet{}, err
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -221,6 +222,10 @@ type chunkReader struct {
 	next  int
 	jobs  []config.Job
 	share *sharer // what the jobs it decodes hold alike, held once (share.go)
+	// names decodes only what an index needs of each job (its name and
+	// items) unless a chunk holds a sharded job, which is then decoded
+	// whole: every replica holds those. The digest still covers every byte.
+	names bool
 }
 
 func newChunkReader(p pointer) *chunkReader {
@@ -247,25 +252,99 @@ func (r *chunkReader) add(index int, v []byte) error {
 		return fmt.Errorf("%w: %s: chunk %d missing", ErrCorrupt, r.what(), r.next)
 	}
 	r.next++
-	zr, err := gzip.NewReader(bytes.NewReader(v))
-	if err != nil {
-		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxChunkDecoded+1))
-	if err == nil && len(raw) > maxChunkDecoded {
-		err = errors.New("decompressed chunk too large")
-	}
+	d := inflaters.Get().(*inflater)
+	defer d.release()
+	raw, err := d.inflate(v)
 	if err != nil {
 		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
 	}
 	// One pass decodes the format and the jobs; the format is checked
 	// first, and a chunk that does not decode is told apart as newer
 	// (ErrFormat) or damaged (ErrCorrupt).
+	format, jobs, err := r.decode(raw)
+	if format > Format {
+		return fmt.Errorf("%w: %s chunk %d has format %d, this binary knows up to %d", ErrFormat, r.what(), index, format, Format)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
+	}
+	r.sum.Write(raw)
+	r.jobs = append(r.jobs, jobs...)
+	return nil
+}
+
+// inflater decompresses chunks into a buffer it keeps, so that reading
+// a set's thousand parts grows no buffer a thousand times; what a chunk
+// decodes to copies what it keeps (encoding/json), so the buffer is free
+// again once the chunk is decoded.
+type inflater struct {
+	zr  *gzip.Reader
+	buf bytes.Buffer
+}
+
+var inflaters = sync.Pool{New: func() any { return new(inflater) }}
+
+// release returns d to the pool, without a buffer grown by an outsized
+// chunk.
+func (d *inflater) release() {
+	if d.buf.Cap() > 4<<20 {
+		d.buf = bytes.Buffer{}
+	}
+	inflaters.Put(d)
+}
+
+// inflate returns v decompressed, valid until the next inflate.
+func (d *inflater) inflate(v []byte) ([]byte, error) {
+	var err error
+	if d.zr == nil {
+		d.zr, err = gzip.NewReader(bytes.NewReader(v))
+	} else {
+		err = d.zr.Reset(bytes.NewReader(v))
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.buf.Reset()
+	if _, err := d.buf.ReadFrom(io.LimitReader(d.zr, maxChunkDecoded+1)); err != nil {
+		return nil, err
+	}
+	if d.buf.Len() > maxChunkDecoded {
+		return nil, errors.New("decompressed chunk too large")
+	}
+	return d.buf.Bytes(), nil
+}
+
+// nameOnly is what an index needs of a job it does not hold.
+type nameOnly struct {
+	Name      string   `json:"name"`
+	Items     int      `json:"items"`
+	ItemNames []string `json:"item_names"`
+}
+
+func (j nameOnly) sharded() bool { return j.Items > 0 || len(j.ItemNames) > 0 }
+
+// decode decodes one chunk's format and jobs: whole, shared (share.go),
+// or, with r.names and no sharded job in it, only their names.
+func (r *chunkReader) decode(raw []byte) (int, []config.Job, error) {
+	if r.names {
+		var c struct {
+			Format int        `json:"format"`
+			Jobs   []nameOnly `json:"jobs"`
+		}
+		err := json.Unmarshal(raw, &c)
+		if err == nil && c.Format <= Format && !slices.ContainsFunc(c.Jobs, nameOnly.sharded) {
+			jobs := make([]config.Job, len(c.Jobs))
+			for i, j := range c.Jobs {
+				jobs[i].Name = j.Name
+			}
+			return c.Format, jobs, nil
+		}
+	}
 	var c struct {
 		Format int          `json:"format"`
 		Jobs   []config.Job `json:"jobs"`
 	}
-	err = json.Unmarshal(raw, &c)
+	err := json.Unmarshal(raw, &c)
 	if c.Format == 0 && err != nil {
 		var head struct {
 			Format int `json:"format"`
@@ -274,18 +353,12 @@ func (r *chunkReader) add(index int, v []byte) error {
 			c.Format = head.Format
 		}
 	}
-	if c.Format > Format {
-		return fmt.Errorf("%w: %s chunk %d has format %d, this binary knows up to %d", ErrFormat, r.what(), index, c.Format, Format)
+	if err == nil {
+		for i := range c.Jobs {
+			r.share.share(&c.Jobs[i])
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("%w: %s chunk %d: %v", ErrCorrupt, r.what(), index, err)
-	}
-	r.sum.Write(raw)
-	for i := range c.Jobs {
-		r.share.share(&c.Jobs[i])
-	}
-	r.jobs = append(r.jobs, c.Jobs...)
-	return nil
+	return c.Format, c.Jobs, err
 }
 
 func (r *chunkReader) finish() (config.JobSet, error) {

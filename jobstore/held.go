@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,112 +26,9 @@ import (
 // set replaced it. Reading again after the next delivery finds the newer.
 var ErrPartGone = errors.New("jobstore: job set part replaced by a newer set")
 
-// Want is the set of shards whose jobs a replica holds, changed as it
-// acquires and releases shards. Each change has a generation; Wait tells
-// when every delivery of WatchHeld reflects one, WaitShard when one
-// shard's jobs are delivered (the watch reads newly wanted parts a batch
-// at a time and delivers each batch, so the first shards wanted need not
-// wait for the last).
-type Want struct {
-	mu      sync.Mutex
-	shards  map[int]int64  // shard -> the token that wants it
-	gen     uint64         // of the last change
-	served  uint64         // the newest generation delivered
-	heldAt  map[int]uint64 // shard -> the newest generation a delivery held it at
-	changed chan struct{}  // cap 1: a change not yet seen by the watch
-	wake    chan struct{}  // closed and replaced when served or heldAt moves
-}
-
-// NewWant returns an empty Want.
-func NewWant() *Want {
-	return &Want{shards: map[int]int64{}, heldAt: map[int]uint64{}, changed: make(chan struct{}, 1), wake: make(chan struct{})}
-}
-
-// Add wants shard under token (a newer acquisition replaces an older) and
-// returns the change's generation.
-func (w *Want) Add(shard int, token int64) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.shards[shard] = token
-	return w.bump()
-}
-
-// Remove stops wanting shard, unless a newer token wants it since.
-func (w *Want) Remove(shard int, token int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t, ok := w.shards[shard]; ok && t <= token {
-		delete(w.shards, shard)
-		w.bump()
-	}
-}
-
-func (w *Want) bump() uint64 {
-	w.gen++
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
-	return w.gen
-}
-
-// Wait returns once every later delivery reflects generation gen (its
-// shards' jobs held), or with ctx's error.
-func (w *Want) Wait(ctx context.Context, gen uint64) error { return w.WaitShard(ctx, -1, gen) }
-
-// WaitShard returns once a delivery has held shard's jobs as wanted at
-// generation gen or later (every later one holds them too, until the
-// shard is no longer wanted), or with ctx's error. shard -1 waits for
-// every shard wanted at gen (Wait).
-func (w *Want) WaitShard(ctx context.Context, shard int, gen uint64) error {
-	for {
-		w.mu.Lock()
-		done, wake := w.served >= gen || (shard >= 0 && w.heldAt[shard] >= gen), w.wake
-		w.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// snapshot is the wanted shards now and their generation.
-func (w *Want) snapshot() (map[int]bool, uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := make(map[int]bool, len(w.shards))
-	for s := range w.shards {
-		m[s] = true
-	}
-	return m, w.gen
-}
-
-// serve records that gen is delivered whole, and that the shards held
-// were delivered at gen held (a part of a holding: gen stays unserved).
-func (w *Want) serve(gen, held uint64, shards []int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	moved := false
-	if gen > w.served {
-		w.served, moved = gen, true
-	}
-	for _, s := range shards {
-		if held > w.heldAt[s] {
-			w.heldAt[s], moved = held, true
-		}
-	}
-	if moved {
-		close(w.wake)
-		w.wake = make(chan struct{})
-	}
-}
-
 // Held is one delivery of WatchHeld: the effective definitions of the
-// wanted shards' jobs and of every sharded job (format 1: of every job),
+// wanted and expected shards' jobs and of every sharded job (format 1: of
+// every job),
 // and the index of every job of the set.
 //
 // Jobs point at the definitions the watch keeps with each part it holds:
@@ -169,10 +65,13 @@ type heldSink struct {
 	fn        func(Held)
 	next      uint64       // of the holding the last read was asked with
 	wanted    map[int]bool // that holding's shards
+	expected  map[int]bool // and the shards it expected
+	expects   uint64       // their Want.expects
 	gen       uint64       // of the holding the good set was read with whole
 	delivered uint64       // the holding generation last delivered
 	some      bool         // part of a holding read since the last delivery
 	version   int64        // the version last delivered
+	parts     []*partIndex // the parts last delivered, in shard order
 }
 
 func (h *heldSink) took()                    { h.gen = h.next }
@@ -190,22 +89,36 @@ func (h *heldSink) tookSome() {
 }
 
 // deliver hands the held parts' jobs over, overrides applied, with the
-// index, and tells want the holding it reflects. A holding change of a set
-// held whole changes nothing to hand. set carries no jobs: the parts in
-// cache keep them.
+// index, and tells want the holding it reflects. A holding change that
+// changes no part (a set held whole; a grant of an expected shard, held
+// already) has nothing to hand: handing the same set again would only
+// make the consumer walk it. set carries no jobs: the parts in cache keep
+// them.
 func (h *heldSink) deliver(set config.JobSet, cache partCache, p pointer, ovs map[string]Override, again bool) {
-	if !again || p.Format >= 2 || set.Version != h.version {
+	parts := make([]*partIndex, 0, len(cache))
+	for _, s := range slices.Sorted(maps.Keys(cache)) {
+		parts = append(parts, cache[s])
+	}
+	same := again && set.Version == h.version && (p.Format < 2 || slices.Equal(parts, h.parts))
+	h.parts = parts
+	if !same {
 		h.fn(Held{Version: set.Version, Revision: set.Revision, AppliedAt: p.AppliedAt,
 			Jobs: heldRefs(cache, ovs), Index: newIndex(cache, h.shards, set.Version, set.Revision, ovs)})
 	}
 	h.delivered, h.version, h.some = h.gen, set.Version, false
-	var held []int
+	has := func(s int) bool { pi := cache[s]; return pi == nil || pi.jobs != nil }
+	var held, kept []int
 	for s := range h.wanted {
-		if pi := cache[s]; pi == nil || pi.jobs != nil {
+		if has(s) {
 			held = append(held, s)
 		}
 	}
-	h.want.serve(h.gen, h.next, held)
+	for s := range h.expected {
+		if has(s) {
+			kept = append(kept, s)
+		}
+	}
+	h.want.serve(h.gen, h.next, held, kept, h.expects)
 }
 
 // heldRefs points at the jobs cache's parts hold (a part not held: its
@@ -231,11 +144,12 @@ func heldRefs(cache partCache, ovs map[string]Override) []*config.Job {
 	return refs
 }
 
-// holding snapshots want for one read.
+// holding snapshots want for one read: the parts wanted or expected are
+// kept.
 func (h *heldSink) holding() *holding {
-	m, gen := h.want.snapshot()
-	h.next, h.wanted = gen, m
-	return &holding{shards: h.shards, want: func(s int) bool { return m[s] }}
+	w := h.want.snapshot()
+	h.next, h.wanted, h.expected, h.expects = w.gen, w.wanted, w.expected, w.expects
+	return &holding{shards: h.shards, want: func(s int) bool { return w.wanted[s] || w.expected[s] }}
 }
 
 // indexWhole indexes a format 1 set, whole and held, into cache: its jobs
@@ -296,7 +210,7 @@ func ReadJobs(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *I
 	slices.SortFunc(todo, func(a, b partRef) int { return cmp.Compare(a.Shard, b.Shard) })
 	for len(todo) > 0 {
 		n := min(len(todo), partsPerRead)
-		if err := readPartBatch(ctx, cli, ks, todo[:n], 0, func(r partRef, jobs []config.Job) { parts[r.Shard] = jobs }); err != nil {
+		if err := readPartBatch(ctx, cli, ks, todo[:n], 0, nil, func(r partRef, jobs []config.Job) { parts[r.Shard] = jobs }); err != nil {
 			return config.JobSet{}, err
 		}
 		todo = todo[n:]
@@ -332,7 +246,7 @@ func EachPart(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, x *I
 			}
 		}
 		if len(todo) > 0 {
-			if err := readPartBatch(ctx, cli, ks, todo, 0, func(r partRef, jobs []config.Job) { got[r.Shard] = jobs }); err != nil {
+			if err := readPartBatch(ctx, cli, ks, todo, 0, nil, func(r partRef, jobs []config.Job) { got[r.Shard] = jobs }); err != nil {
 				return err
 			}
 		}

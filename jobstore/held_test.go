@@ -65,15 +65,10 @@ func watchHeldHoldsWantedShards(t *testing.T, format int) {
 	ks := keyspace.New("held")
 	const shards = 32
 	opts := ApplyOptions{Shards: shards, Format: format}
-	set := jobs(0, 1000, 1)
-	sharded := job("fan-out", 1)
-	sharded.Items = 8
-	set = append(set, sharded)
+	set := withFanOut(jobs(0, 1000, 1), 8)
 	mustApply(t, cli, ks, set, opts)
 
-	var read atomic.Int64
-	testHookPartsRead = func(n int) { read.Add(int64(n)) }
-	t.Cleanup(func() { testHookPartsRead = nil })
+	read := countPartReads(t)
 	want := NewWant()
 	got := heldWatch(t, cli, ks, shards, want)
 
@@ -207,6 +202,21 @@ func TestWatchHeldFormat1IsWhole(t *testing.T) {
 	if err != nil || len(rs.Jobs) != 1 || rs.Jobs[0].Name != set[9].Name {
 		t.Fatalf("ReadJobs of a format 1 set = %v, %v", rs.Jobs, err)
 	}
+}
+
+// withFanOut adds a sharded job of items items, "fan-out", to set.
+func withFanOut(set []config.Job, items int) []config.Job {
+	sharded := job("fan-out", 1)
+	sharded.Items = items
+	return append(set, sharded)
+}
+
+// countPartReads counts the parts read from now to the test's end.
+func countPartReads(t *testing.T) *atomic.Int64 {
+	var read atomic.Int64
+	testHookPartsRead = func(n int) { read.Add(int64(n)) }
+	t.Cleanup(func() { testHookPartsRead = nil })
+	return &read
 }
 
 // values copies the definitions a delivery points at.

@@ -181,7 +181,8 @@ func (x *Index) Lookup(name string) (IndexEntry, bool) {
 }
 
 // Held reports whether the definitions of the jobs of part shard s are in
-// memory (the shard is wanted, or the set is in format 1).
+// memory (the shard is wanted or expected, Want.Expect, or the set is in
+// format 1).
 func (x *Index) Held(s int) bool {
 	if x == nil {
 		return false

@@ -262,7 +262,8 @@ func readParts(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, p p
 			size += todo[n].Bytes
 			n++
 		}
-		if err := readPartBatch(ctx, cli, ks, todo[:n], rev, func(r partRef, jobs []config.Job) {
+		indexOnly := func(s int) bool { return h != nil && !h.holds(s) }
+		if err := readPartBatch(ctx, cli, ks, todo[:n], rev, indexOnly, func(r partRef, jobs []config.Job) {
 			if h == nil {
 				got[r.Shard] = &partIndex{ref: r, jobs: jobs}
 			} else {
@@ -311,8 +312,10 @@ func joinParts(parts []partRef, got map[int]*partIndex) []config.Job {
 }
 
 // readPartBatch reads refs' chunks in one transaction at revision rev and
-// checks each part against its ref.
-func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []partRef, rev int64, got func(partRef, []config.Job)) error {
+// checks each part against its ref. The parts of the shards names reports
+// (nil: none) are decoded for an index only: their jobs carry only their
+// names, but for sharded jobs (chunkReader.names).
+func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, refs []partRef, rev int64, names func(int) bool, got func(partRef, []config.Job)) error {
 	if testHookPartsRead != nil {
 		testHookPartsRead(len(refs))
 	}
@@ -327,6 +330,7 @@ func readPartBatch(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 	for i, r := range refs {
 		prefix := ks.JobParts(r.Version, r.Shard)
 		cr := newPartReader(r)
+		cr.names = names != nil && names(r.Shard)
 		kvs := resp.Responses[i].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
 			return fmt.Errorf("%w: %w: version %d part of shard %d", ErrCorrupt, ErrPartGone, r.Version, r.Shard)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/scheduler"
+	"github.com/shardcron/shardcron/shard"
 )
 
 // handoffFetchBudget bounds how long an acquisition waits for the
@@ -17,6 +18,38 @@ import (
 // without its jobs and they start, caught up, once read: their records
 // wait as the shard's orphans meanwhile, never mistaken for removed jobs.
 const handoffFetchBudget = 2 * time.Second
+
+// expectWindow is how long a starting replica keeps the jobs of the shards
+// it expects to be granted (expect), counted from its first read of the
+// set, before dropping those not granted. It covers the settle delay, the
+// previous owners' drain (--drain-timeout, 10 s by default) and the
+// grants, with room to spare on a loaded host; past it the replica holds
+// only what it owns again. A cold start, whose set comes later by apply,
+// has its window over by then.
+const expectWindow = time.Minute
+
+// expect tells want which shards this replica expects to be granted (its
+// share by the assignment, itself counted), before the job set watch
+// reads the set at start: the watch keeps their jobs as it indexes the
+// set and hands them to the scheduler (which fires no shard before its
+// grant), so a grant finds them held instead of reading and installing
+// them then, inside the handoff budget. It is advice: a failure to read
+// it only leaves each grant to read its shard's jobs.
+func expect(ctx context.Context, mgr *shard.Manager, want *jobstore.Want, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, expectTimeout)
+	defer cancel()
+	shards, err := mgr.Expected(ctx)
+	if err != nil {
+		log.Warn("reading which shards this replica will own failed; each grant reads its jobs", "err", err)
+		return
+	}
+	want.Expect(shards, expectWindow)
+	log.Info("expecting shards", "shards", len(shards), "window", expectWindow)
+}
+
+// expectTimeout bounds expect's read, which delays the job set's first
+// read.
+const expectTimeout = 5 * time.Second
 
 // holder is the scheduler as the shard Manager sees it (shard.Handler):
 // it wants a shard's jobs, and waits until the scheduler holds them,

@@ -172,6 +172,7 @@ func (r *Replica) live(ctx context.Context, mgr *shard.Manager, sched *scheduler
 	want := jobstore.NewWant()
 	hold := newHolder(sched, want, r.log)
 	wg.Go(func() {
+		expect(schedCtx, mgr, want, r.log)
 		install := r.first.follow(r.jobSet.follow(r.cat.follow(installer(sched))))
 		if err := jobstore.WatchHeld(schedCtx, r.cli, r.ks, r.cat.shards, want, install,
 			jobstore.WithLogger(r.log), jobstore.WithBadData(mgr.BadData())); err != nil {

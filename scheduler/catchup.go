@@ -197,8 +197,12 @@ func (s *Scheduler) nextCaughtUp(rec *jobRec) {
 
 // lastIn returns the latest tick in (lo, hi], or zero: a backwards search
 // in doubling steps, so it costs O(log(hi-lo)) calls of Next plus the ticks
-// of its last step, not a walk over the whole range.
+// of its last step, not a walk over the whole range. A range with no tick
+// (the common case when a shard changes hands) costs one call.
 func lastIn(sched cronspec.Schedule, lo, hi time.Time) time.Time {
+	if t := sched.Next(lo); t.IsZero() || t.After(hi) {
+		return time.Time{}
+	}
 	for step := time.Second; ; step *= 2 {
 		from := hi.Add(-step)
 		if !from.After(lo) {

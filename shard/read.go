@@ -84,6 +84,39 @@ func ReadState(ctx context.Context, cli *clientv3.Client, ks keyspace.Space) (St
 	return st, nil
 }
 
+// Expected returns the shards the assignment will give this node once it
+// counts: over the members registered now, not drained, and itself. It is
+// advice, read before the node joins, so that the node can read those
+// shards' jobs ahead of their grants (a replica joining takes its share
+// within the handoff budget); etcd still decides who holds each shard. A
+// node registered and drained expects none, nor one that sees no other
+// member.
+func (m *Manager) Expected(ctx context.Context) ([]int, error) {
+	st, err := ReadState(ctx, m.cli, m.ks)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{m.cfg.Node}
+	for _, mem := range st.Members {
+		switch {
+		case mem.Node == m.cfg.Node && mem.Drained:
+			return nil, nil
+		case mem.Node != m.cfg.Node && mem.Counted:
+			names = append(names, mem.Node)
+		}
+	}
+	if len(names) == 1 {
+		// Alone, it would expect every shard: in a cold start the next
+		// replicas take most of them within the settle delay.
+		return nil, nil
+	}
+	a, err := rebalance.Assign(names, m.params)
+	if err != nil {
+		return nil, err
+	}
+	return a.Shards(m.cfg.Node), nil
+}
+
 // RecordRef names one job's checkpoint record.
 type RecordRef struct {
 	Shard int

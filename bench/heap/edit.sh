@@ -10,7 +10,8 @@
 # holds the new table). Same clock: everything runs on this host. Then
 # (JOIN=1, the default) a 4th replica joins, and each shard it takes is
 # timed from its grant to its jobs held and to its catch-up done (its
-# "shard taken" log lines; binaries from 2026-12-02 on).
+# "shard taken" log lines; binaries from 2026-12-02 on; JOIN_LOG=FILE
+# keeps its log).
 #
 #   bench/heap/edit.sh BIN [JOBS] [EDITS]
 #
@@ -28,7 +29,7 @@ metric() { curl -sf "http://$1/metrics" | awk -v m="$2" '$1 == m {printf "%d", $
 # apply FILE: applies it, waits until every replica runs its version, prints the version.
 apply() {
 	local v
-	/usr/bin/time -f "%e %M" -o "$dir/time" "$BIN" apply --cluster edit --etcd-endpoints "$EP" -f "$1" -o json >"$dir/out"
+	/usr/bin/time -f "%e %M" -o "$dir/time" "$BIN" apply --cluster edit --etcd-endpoints "$EP" --timeout 10m -f "$1" -o json >"$dir/out"
 	v=$(jq .version "$dir/out")
 	echo "apply $(basename "$1") version $v wall_s $(cut -d' ' -f1 "$dir/time") maxrss_kb $(cut -d' ' -f2 "$dir/time") parts $(jq .parts "$dir/out")" >&2
 	for a in "${addrs[@]}"; do
@@ -85,5 +86,6 @@ if [ "${JOIN:-1}" = 1 ]; then # a 4th replica joins: each shard it takes, from g
 	done
 	echo "join: last shard taken at $(cut -d' ' -f3 "$dir/taken" | sort | tail -1); r4 heap_inuse $(($(metric "$a" go_memstats_heap_inuse_bytes) >> 20)) MiB"
 	grep -c "not read within the handoff budget" "$dir/r4.log" | sed 's/^/join: shards taken past the handoff budget: /' || true
+	if [ -n "${JOIN_LOG:-}" ]; then cp "$dir/r4.log" "$JOIN_LOG"; fi
 fi
 echo "load after: $(cat /proc/loadavg)"
