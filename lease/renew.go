@@ -63,6 +63,13 @@ func (s *Session) loop() {
 func (s *Session) revoke() error {
 	ctx, cancel := context.WithTimeout(s.cli.Ctx(), s.ttl)
 	defer cancel()
+	go func() {
+		select {
+		case <-s.giveUp:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	cad := cadenceFor(s.ttl)
 	for {
 		actx, acancel := context.WithTimeout(ctx, cad.attempt)

@@ -51,6 +51,10 @@ type Session struct {
 	// finished revoking the lease. Close waits for it.
 	loopDone  chan struct{}
 	revokeErr error // written by the loop before loopDone closes
+	// giveUp, closed by CloseWithin once its context ends, stops the
+	// revocation.
+	giveUp     chan struct{}
+	giveUpOnce sync.Once
 }
 
 // NewSession grants a lease of cfg.TTL and starts renewing it. ctx bounds
@@ -83,6 +87,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cf
 		ttl:      time.Duration(resp.TTL) * time.Second,
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
+		giveUp:   make(chan struct{}),
 	}
 	s.log = cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id)))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -179,8 +184,19 @@ func (s *Session) Err() error {
 // (retrying until etcd confirms or reports the lease gone, bounded by the
 // TTL), and waits for both. Idempotent; safe to call on a lost session,
 // whose revocation is already under way.
-func (s *Session) Close() {
+func (s *Session) Close() { s.CloseWithin(context.Background()) }
+
+// CloseWithin is Close, except that the revocation gives up when ctx ends:
+// a node leaving while etcd does not answer must still exit within its
+// drain bound, and etcd expires the lease by itself.
+func (s *Session) CloseWithin(ctx context.Context) {
 	s.end(ErrClosed, "closed")
+	select {
+	case <-s.loopDone:
+		return
+	case <-ctx.Done():
+	}
+	s.giveUpOnce.Do(func() { close(s.giveUp) })
 	<-s.loopDone
 }
 

@@ -192,6 +192,7 @@ func (l *loop) beginStop() {
 	// etcd answers. If it does not, leave anyway: the revocation (or the
 	// lease's expiry) frees the shards.
 	l.stopBy = time.Now().Add(l.m.cfg.DrainTimeout + time.Second)
+	l.m.leaveBy = l.stopBy
 	l.m.log.Info("leaving: deregistering, then draining and releasing every shard")
 	l.m.deregister(context.Background(), l.sess)
 }

@@ -60,6 +60,9 @@ type Manager struct {
 	bad     *baddata.Reporter
 	contact *lease.Contact // this node's contact with etcd (contact.go)
 	started time.Time
+	// leaveBy is when a graceful leave must be over (loop.beginStop), zero
+	// until one begins; Run's goroutine only.
+	leaveBy time.Time
 	ran     atomic.Bool
 
 	// poke wakes the loop when something outside it changed a holding (a
@@ -187,6 +190,9 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	m.bg.Go(func() { m.probeContact(bgCtx) })
 	m.trig = newTriggers(m, h) // before any acquisition: grant reads it
 	m.bg.Go(func() { m.trig.run(bgCtx) })
+	// Revocations give up when giveUp is called (revokeUntil).
+	revoking, giveUp := context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUp()
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
 	retry, failures := first, 0
 	for ctx.Err() == nil {
@@ -215,14 +221,37 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 		retry, failures = first, 0
 		err = m.runSession(ctx, sess)
 		if err != nil || ctx.Err() != nil {
-			sess.Close()
+			m.revokeUntil(revoking, giveUp)
+			sess.CloseWithin(revoking)
 			return err
 		}
 		// Lost: revoke the old lease in the background (always safe: this
 		// node no longer acts under it) and start a new session at once.
-		m.bg.Go(sess.Close)
+		m.bg.Go(func() { sess.CloseWithin(revoking) })
 	}
-	return nil
+	return nil // the lost sessions' revocations give up (giveUp, deferred)
+}
+
+// revokeUntil bounds the revocations still under way when Run returns by
+// the leave's bound (DESIGN: a SIGTERM exits within the drain timeout plus
+// a second), or a second from now if no leave began: revoking is a
+// courtesy, and etcd expires a lease it never hears about again.
+func (m *Manager) revokeUntil(revoking context.Context, giveUp context.CancelFunc) {
+	by := m.leaveBy
+	if by.IsZero() {
+		by = time.Now().Add(time.Second)
+	}
+	if d := time.Until(by); d > 0 {
+		m.bg.Go(func() {
+			select {
+			case <-revoking.Done():
+			case <-time.After(d):
+				giveUp()
+			}
+		})
+		return
+	}
+	giveUp()
 }
 
 // runSession runs one session until it is lost (nil error, ctx live), ctx

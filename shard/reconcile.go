@@ -361,7 +361,9 @@ func (l *loop) release(hs []*holding) {
 	for i, h := range hs {
 		rs[i] = lease.Release{Token: h.tok, StoppedAt: h.released.StoppedAt, Handed: h.released.Handed}
 	}
-	ctx, cancel := context.WithTimeout(l.sess.Context(), l.sess.TTL()/2)
+	// Under lostCtx, not the session's: a leave out of time ends the loop
+	// (loop.end) while etcd does not answer, and must not wait here.
+	ctx, cancel := context.WithTimeout(l.lostCtx, l.sess.TTL()/2)
 	errs, err := l.sess.Release(ctx, rs)
 	cancel()
 	l.send(releaseDone{hs: hs, errs: errs, err: err})
