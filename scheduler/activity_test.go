@@ -38,7 +38,8 @@ func TestActivityReleasedBetweenFires(t *testing.T) {
 			t.Fatalf("after acquire: %v", err)
 		}
 		for i := 1; i <= 2; i++ {
-			time.Sleep(time.Minute) // a tick, its run, its completion and history
+			// The minute's tick, its run, its completion and history.
+			sleepUntil(t0.Add(time.Duration(i)*time.Minute - 30*time.Second))
 			synctest.Wait()
 			if n := len(h.runner.of(minute.Name)); n != i {
 				t.Fatalf("minute job ran %d times, want %d", n, i)
