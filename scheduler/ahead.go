@@ -44,6 +44,17 @@ func (a aheads) at(t time.Time) *aheadTick {
 
 func (a *aheads) add(t time.Time) { *a = append(*a, aheadTick{tick: t.UnixNano()}) }
 
+// queueAheadClaim queues the claim of tick as a claim ahead (no run slot held)
+// and records it: the last claimed tick moves to it, and rec.ahead holds it
+// until it starts or is dropped. The caller marks rec dirty.
+func (rec *jobRec) queueAheadClaim(tick time.Time) *aheadTick {
+	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
+	rec.hi = tick
+	a := &rec.busy().ahead
+	a.add(tick)
+	return a.at(tick)
+}
+
 // before reports whether a tick before t is claimed ahead (and not yet
 // started or dropped).
 func (a aheads) before(t time.Time) bool {
@@ -262,9 +273,7 @@ func (s *Scheduler) claimAhead(t timerEntry, now time.Time) {
 		s.openAhead[rec] = w
 		s.pushTimer(timerEntry{at: tick, kind: timerDue, rec: rec, w: w})
 	default:
-		rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
-		rec.hi = tick
-		rec.busy().ahead.add(tick)
+		rec.queueAheadClaim(tick)
 		// A tick already due (the horizon reached back past now) waits for
 		// its claim like any other.
 		s.markDirty(rec, !tick.After(now))
@@ -322,8 +331,6 @@ func (s *Scheduler) claimOpenAhead(rec *jobRec, now time.Time) {
 	delete(s.openAhead, rec)
 	rec.closeOpen(tick)
 	w.from = claimedAhead
-	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: tick, from: claimedAhead}, ahead: true})
-	rec.hi = tick
-	rec.busy().ahead.add(tick)
+	rec.queueAheadClaim(tick)
 	s.markDirty(rec, false)
 }

@@ -175,14 +175,9 @@ func (s *Scheduler) try(w *waitTick, now time.Time) tryResult {
 // 200 ms commits no more than 320 runs a second started however idle the
 // CPU, which deepened the very wait that left the claims open.
 func (s *Scheduler) claimInLine(w *waitTick) {
-	rec := w.rec
-	rec.queue(op{kind: opClaim, tickRef: tickRef{tick: w.tick, from: claimedAhead}, ahead: true})
-	rec.hi = w.tick // gone: a tick on time at or before hi is decided already
-	ahead := &rec.busy().ahead
-	ahead.add(w.tick)
-	a := ahead.at(w.tick)
+	a := w.rec.queueAheadClaim(w.tick)
 	a.due, a.behind = true, w.behind
-	s.markDirty(rec, true)
+	s.markDirty(w.rec, true)
 }
 
 // gone decides a tick that may no longer run here at all: its shard or job
