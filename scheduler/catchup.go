@@ -118,7 +118,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 	if !base.Before(end) {
 		return base
 	}
-	job, sched := rec.e.job, rec.e.sched
+	job := rec.e.job
 	sd := job.StartingDeadline.D()
 	detail := "misfire " + string(orDefault(job.Misfire)) + ": not run by any owner"
 	switch job.Misfire {
@@ -137,7 +137,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 		s.skipRange(rec, base, end, detail)
 		return end
 	default: // run_once: the latest missed tick runs, if within its deadline
-		last := lastIn(sched, base, end)
+		last := lastIn(memoSched{s, rec.e}, base, end)
 		if last.IsZero() {
 			return end
 		}
@@ -154,7 +154,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 
 // skipRange records the ticks in (lo, hi] as skipped, in one entry.
 func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
-	last := lastIn(rec.e.sched, lo, hi)
+	last := lastIn(memoSched{s, rec.e}, lo, hi)
 	if last.IsZero() {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -183,15 +184,11 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	if s.cur != nil {
 		entries = s.cur.byShard[g.Shard]
 	}
-	byName := make(map[string]*jobEntry, len(entries))
-	for _, e := range entries {
-		byName[e.name] = e
-	}
 	// The newest token that wrote any record of the shard: a release older
 	// than it was followed by an owner that did not release (it crashed).
 	var newest int64
 	for name, st := range g.Checkpoint.Records {
-		if byName[name] == nil {
+		if _, ok := slices.BinarySearchFunc(entries, name, byEntryName); !ok {
 			sh.orphans[name] = st
 			continue
 		}
@@ -211,10 +208,9 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		st, ok := g.Checkpoint.Records[e.name]
 		rec := s.newRec(sh, e, st, ok)
 		sh.jobs = append(sh.jobs, rec)
+		// Catch-up is decided before the job's timer is armed; job after
+		// job, so arm finds the gap catch-up stepped into (gapMemo).
 		s.catchUp(rec, now, rel)
-	}
-	// Catch-up is decided for every job before any timer is armed.
-	for _, rec := range sh.jobs {
 		s.arm(rec, now)
 		s.sendNotes(rec) // what an older owner decided and did not confirm
 		rec.tidy()

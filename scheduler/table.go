@@ -210,11 +210,14 @@ func (t *table) lookup(name string) *jobEntry {
 		return nil
 	}
 	es := t.byShard[keyspace.ShardOf(name, len(t.byShard))]
-	if i, ok := slices.BinarySearchFunc(es, name, func(e *jobEntry, n string) int { return strings.Compare(e.name, n) }); ok {
+	if i, ok := slices.BinarySearchFunc(es, name, byEntryName); ok {
 		return es[i]
 	}
 	return nil
 }
+
+// byEntryName orders entries by unit name, as a shard's are kept.
+func byEntryName(e *jobEntry, name string) int { return strings.Compare(e.name, name) }
 
 // keptScheds bounds jobEntry.was: fires of a schedule replaced by more
 // edits than that while they waited are named as their instants.

@@ -44,3 +44,34 @@ func (t tickRef) late() bool { return t.from == caughtUp || t.from == reclaimed 
 // tick of the schedule come due, on time or caught up; not claimed ahead,
 // not taken over, not manual.
 func (t tickRef) unclaimed() bool { return t.from == onTime || t.from == caughtUp }
+
+// gapMemo keeps the latest answer of one job's schedule: the first tick
+// after lo is next, so it is also the first after any instant in
+// [lo, next). Taking a shard asks each job's schedule about one gap twice,
+// catch-up (is there a tick in (base, now]?) and then its claim timer (the
+// first tick after now), job after job: with the answer kept, a replica
+// joining a million-job cluster steps each of its cron specs once, not
+// twice. Schedules are pure functions of the instant (cronspec), and an
+// entry's never changes, so an answer cannot go stale.
+type gapMemo struct {
+	e        *jobEntry
+	lo, next time.Time
+}
+
+// nextTick is e's first tick after t (zero if none).
+func (s *Scheduler) nextTick(e *jobEntry, t time.Time) time.Time {
+	if m := &s.gap; m.e == e && !t.Before(m.lo) && t.Before(m.next) {
+		return m.next
+	}
+	n := e.sched.Next(t)
+	s.gap = gapMemo{e: e, lo: t, next: n}
+	return n
+}
+
+// memoSched is e's schedule asked through the Scheduler's gapMemo.
+type memoSched struct {
+	s *Scheduler
+	e *jobEntry
+}
+
+func (m memoSched) Next(t time.Time) time.Time { return m.s.nextTick(m.e, t) }
