@@ -17,9 +17,8 @@ import (
 // branch, one Store transaction carries: etcd's default --max-txn-ops is
 // 128 and etcd 3.7 checks the comparison list and each branch against it
 // separately. A transaction compares each shard's fence and each record's
-// revision, so its comparisons are the binding count; its failure branch
-// reads back exactly the compared keys, and its success branch writes
-// fewer.
+// revision, so its comparisons are the binding count; its success branch
+// writes fewer, and a refusal's read-back reads exactly the compared keys.
 const MaxTxnOps = 128
 
 // store implements scheduler.Store on the Manager's current session.
@@ -32,10 +31,10 @@ func (m *Manager) Store() scheduler.Store { return store{m} }
 // fence comparison (lease.Guard) per distinct shard, one
 // ModRevision comparison and one put or delete per write. Right before each
 // transaction it checks the session's Valid() synchronously. When a
-// transaction fails, its failure branch has read every compared key in the
-// same round trip: writes of a shard whose fence failed get ErrShardLost
-// (and the shard's Grant is ended), writes whose record changed get
-// ErrStale, and the others are sent again. An RPC error gives ErrUnknown.
+// transaction fails, every compared key is read back (readBack): writes of
+// a shard whose fence failed get ErrShardLost (and the shard's Grant is
+// ended), writes whose record changed get ErrStale, and the others are
+// sent again. An RPC error gives ErrUnknown.
 func (s store) Commit(ctx context.Context, writes []scheduler.Write) []scheduler.WriteResult {
 	res := make([]scheduler.WriteResult, len(writes))
 	pending := make([]int, len(writes))
@@ -106,7 +105,37 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		}
 		return nil
 	}
+	if resp, err = s.readBack(ctx, sess, writes, live); err != nil {
+		for _, i := range live {
+			res[i].Err = fmt.Errorf("%w: shard %d job %s: refused, and reading why failed: %w", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job, err)
+		}
+		return nil
+	}
 	return s.classify(writes, live, t, resp, res)
+}
+
+// readBack reads every key a refused transaction compared, in build's
+// order, at one revision. It costs a second round trip, but only for a
+// refusal; as a failure branch the reads went to etcd, and into its raft
+// log, with every transaction, refused or not (about a sixth of a record
+// write's request).
+func (s store) readBack(ctx context.Context, sess *lease.Session, writes []scheduler.Write, live []int) (*clientv3.TxnResponse, error) {
+	var reads []clientv3.Op
+	seen := map[int]bool{}
+	for _, i := range live {
+		if w := writes[i]; !seen[w.Shard] {
+			seen[w.Shard] = true
+			reads = append(reads, clientv3.OpGet(s.m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
+		}
+	}
+	for _, i := range live {
+		w := writes[i]
+		reads = append(reads, clientv3.OpGet(s.m.ks.Tick(w.Shard, w.Job), clientv3.WithKeysOnly()))
+		for _, ref := range w.Triggers {
+			reads = append(reads, clientv3.OpGet(s.m.ks.Trigger(w.Shard, w.Job, ref.ID), clientv3.WithKeysOnly()))
+		}
+	}
+	return s.m.sendTxn(ctx, sess, nil, reads, nil)
 }
 
 // live refuses locally what cannot succeed, a token this node does not
@@ -130,26 +159,27 @@ func (s store) live(writes []scheduler.Write, batch []int, res []scheduler.Write
 }
 
 // txnPlan is one transaction: a fence comparison per shard, a revision
-// comparison per write and one per trigger request the write consumes; its
-// failure branch reads every compared key.
+// comparison per write and one per trigger request the write consumes.
+// A refusal's read-back (readBack) reads every compared key, in this order.
 type txnPlan struct {
-	cmps       []clientv3.Cmp
-	ops, reads []clientv3.Op
-	fence      map[int]int // shard -> index of its read in reads
-	recRead    map[int]int // write index -> index of its read; its requests' reads follow
+	cmps    []clientv3.Cmp
+	ops     []clientv3.Op
+	fence   map[int]int // shard -> index of its read
+	recRead map[int]int // write index -> index of its read; its requests' reads follow
 }
 
 // build makes the transaction for the live writes.
 func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 	m := s.m
 	t := txnPlan{fence: map[int]int{}, recRead: map[int]int{}}
+	reads := 0
 	for _, i := range live {
 		w := writes[i]
 		if _, ok := t.fence[w.Shard]; !ok {
-			t.fence[w.Shard] = len(t.reads)
+			t.fence[w.Shard] = reads
+			reads++
 			tok := lease.Token{Shard: w.Shard, Generation: w.Token}
 			t.cmps = append(t.cmps, lease.Guard(m.ks, tok))
-			t.reads = append(t.reads, clientv3.OpGet(m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
 		}
 	}
 	for _, i := range live {
@@ -161,10 +191,10 @@ func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 		} else {
 			t.ops = append(t.ops, clientv3.OpPut(key, string(w.Value)))
 		}
-		t.recRead[i] = len(t.reads)
-		t.reads = append(t.reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
-		c, o, r := m.triggerCmps(w)
-		t.cmps, t.ops, t.reads = append(t.cmps, c...), append(t.ops, o...), append(t.reads, r...)
+		t.recRead[i] = reads
+		reads += 1 + len(w.Triggers)
+		c, o := m.triggerCmps(w)
+		t.cmps, t.ops = append(t.cmps, c...), append(t.ops, o...)
 	}
 	return t
 }
@@ -172,10 +202,10 @@ func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 // send commits t, bounded by the session's safe deadline, and records the
 // RPC's outcome for Ready.
 func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clientv3.TxnResponse, error) {
-	return s.m.sendTxn(ctx, sess, t.cmps, t.ops, t.reads)
+	return s.m.sendTxn(ctx, sess, t.cmps, t.ops, nil)
 }
 
-// classify reads a failed transaction's failure branch: writes of a shard
+// classify reads a refused transaction's read-back (readBack): writes of a shard
 // whose fence failed get ErrShardLost (and the shard's Grant ends), writes
 // whose record changed get ErrStale, writes whose trigger requests are gone
 // a *scheduler.TriggerGone; the others are returned to be sent again.
@@ -214,8 +244,9 @@ func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *c
 		retry = append(retry, i)
 	}
 	if len(retry) == len(live) {
-		// Impossible (the failure branch read exactly what was compared);
-		// refuse to loop on it.
+		// Impossible (every compared key was read back, and a comparison
+		// that failed cannot hold again: revisions only grow); refuse to
+		// loop on it.
 		for _, i := range retry {
 			res[i].Err = fmt.Errorf("%w: shard %d job %s: transaction failed with every comparison holding", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job)
 		}

@@ -237,16 +237,15 @@ func (t *triggers) drop(p pendingTrigger, why string) {
 	}
 }
 
-// triggerCmps are the comparisons, deletions and failure reads by which a
-// write consumes its trigger requests.
-func (m *Manager) triggerCmps(w scheduler.Write) (cmps []clientv3.Cmp, ops, reads []clientv3.Op) {
+// triggerCmps are the comparisons and deletions by which a write consumes
+// its trigger requests (a refusal reads them back: readBack).
+func (m *Manager) triggerCmps(w scheduler.Write) (cmps []clientv3.Cmp, ops []clientv3.Op) {
 	for _, ref := range w.Triggers {
 		key := m.ks.Trigger(w.Shard, w.Job, ref.ID)
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", ref.Rev))
 		ops = append(ops, clientv3.OpDelete(key))
-		reads = append(reads, clientv3.OpGet(key, clientv3.WithKeysOnly()))
 	}
-	return cmps, ops, reads
+	return cmps, ops
 }
 
 // triggersGone reads, from a failed transaction's responses starting at
