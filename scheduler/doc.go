@@ -42,8 +42,10 @@
 //   - Right before every Store.Commit and every Runner.Run the scheduler
 //     checks, synchronously, that the Grant's safe deadline has time left and
 //     its Lost context is not done. It never relies on a timer having fired.
-//   - On Acquired, catch-up (re-runs, handoff ticks, misfire policy) is
-//     decided before any timer of the shard is armed.
+//   - On Acquired, a job's catch-up (re-runs, handoff ticks, misfire
+//     policy) is decided before its timer is armed, and no timer of the
+//     shard fires before every job's catch-up is: the shard is taken in
+//     one step of the loop.
 //   - Writes of one job record are serialised: each carries the ModRevision
 //     this owner last wrote or read, so two writes of one owner never race.
 //   - A manual tick (Triggered, trigger.go) is a due tick off the schedule:
