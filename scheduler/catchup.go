@@ -137,7 +137,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 		s.skipRange(rec, base, end, detail)
 		return end
 	default: // run_once: the latest missed tick runs, if within its deadline
-		last := lastIn(memoSched{s, rec.e}, base, end)
+		last := lastIn(s.memoFor(rec.e), base, end)
 		if last.IsZero() {
 			return end
 		}
@@ -154,7 +154,7 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 
 // skipRange records the ticks in (lo, hi] as skipped, in one entry.
 func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
-	last := lastIn(memoSched{s, rec.e}, lo, hi)
+	last := lastIn(s.memoFor(rec.e), lo, hi)
 	if last.IsZero() {
 		return
 	}

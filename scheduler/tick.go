@@ -59,19 +59,23 @@ type gapMemo struct {
 }
 
 // nextTick is e's first tick after t (zero if none).
-func (s *Scheduler) nextTick(e *jobEntry, t time.Time) time.Time {
-	if m := &s.gap; m.e == e && !t.Before(m.lo) && t.Before(m.next) {
+func (s *Scheduler) nextTick(e *jobEntry, t time.Time) time.Time { return s.memoFor(e).Next(t) }
+
+// memoFor is e's schedule asked through the Scheduler's gapMemo (a
+// pointer, so passing it as a Schedule allocates nothing).
+func (s *Scheduler) memoFor(e *jobEntry) *gapMemo {
+	if s.gap.e != e {
+		s.gap = gapMemo{e: e}
+	}
+	return &s.gap
+}
+
+// Next is the schedule's first tick after t.
+func (m *gapMemo) Next(t time.Time) time.Time {
+	if !t.Before(m.lo) && t.Before(m.next) {
 		return m.next
 	}
-	n := e.sched.Next(t)
-	s.gap = gapMemo{e: e, lo: t, next: n}
+	n := m.e.sched.Next(t)
+	m.lo, m.next = t, n
 	return n
 }
-
-// memoSched is e's schedule asked through the Scheduler's gapMemo.
-type memoSched struct {
-	s *Scheduler
-	e *jobEntry
-}
-
-func (m memoSched) Next(t time.Time) time.Time { return m.s.nextTick(m.e, t) }
