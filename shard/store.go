@@ -105,37 +105,14 @@ func (s store) txn(ctx context.Context, writes []scheduler.Write, batch []int, r
 		}
 		return nil
 	}
-	if resp, err = s.readBack(ctx, sess, writes, live); err != nil {
+	rb := s.readBack(writes, live)
+	if resp, err = s.m.sendTxn(ctx, sess, nil, rb.reads, nil); err != nil {
 		for _, i := range live {
 			res[i].Err = fmt.Errorf("%w: shard %d job %s: refused, and reading why failed: %w", scheduler.ErrUnknown, writes[i].Shard, writes[i].Job, err)
 		}
 		return nil
 	}
-	return s.classify(writes, live, t, resp, res)
-}
-
-// readBack reads every key a refused transaction compared, in build's
-// order, at one revision. It costs a second round trip, but only for a
-// refusal; as a failure branch the reads went to etcd, and into its raft
-// log, with every transaction, refused or not (about a sixth of a record
-// write's request).
-func (s store) readBack(ctx context.Context, sess *lease.Session, writes []scheduler.Write, live []int) (*clientv3.TxnResponse, error) {
-	var reads []clientv3.Op
-	seen := map[int]bool{}
-	for _, i := range live {
-		if w := writes[i]; !seen[w.Shard] {
-			seen[w.Shard] = true
-			reads = append(reads, clientv3.OpGet(s.m.ks.Shard(w.Shard), clientv3.WithKeysOnly()))
-		}
-	}
-	for _, i := range live {
-		w := writes[i]
-		reads = append(reads, clientv3.OpGet(s.m.ks.Tick(w.Shard, w.Job), clientv3.WithKeysOnly()))
-		for _, ref := range w.Triggers {
-			reads = append(reads, clientv3.OpGet(s.m.ks.Trigger(w.Shard, w.Job, ref.ID), clientv3.WithKeysOnly()))
-		}
-	}
-	return s.m.sendTxn(ctx, sess, nil, reads, nil)
+	return s.classify(writes, live, rb, resp, res)
 }
 
 // live refuses locally what cannot succeed, a token this node does not
@@ -160,26 +137,53 @@ func (s store) live(writes []scheduler.Write, batch []int, res []scheduler.Write
 
 // txnPlan is one transaction: a fence comparison per shard, a revision
 // comparison per write and one per trigger request the write consumes.
-// A refusal's read-back (readBack) reads every compared key, in this order.
 type txnPlan struct {
-	cmps    []clientv3.Cmp
-	ops     []clientv3.Op
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+}
+
+// readBackPlan reads back every key a refused transaction compared, at one
+// revision, and says where each answer is. It is a transaction of its own,
+// sent only after a refusal: as the write's failure branch the reads went
+// to etcd, and into its raft log, with every write, refused or not (about
+// a sixth of a record write's request).
+type readBackPlan struct {
+	reads   []clientv3.Op
 	fence   map[int]int // shard -> index of its read
 	recRead map[int]int // write index -> index of its read; its requests' reads follow
+}
+
+// readBack plans the read-back of the live writes' compared keys.
+func (s store) readBack(writes []scheduler.Write, live []int) readBackPlan {
+	ks := s.m.ks
+	rb := readBackPlan{fence: map[int]int{}, recRead: map[int]int{}}
+	for _, i := range live {
+		w := writes[i]
+		if _, ok := rb.fence[w.Shard]; !ok {
+			rb.fence[w.Shard] = len(rb.reads)
+			rb.reads = append(rb.reads, clientv3.OpGet(ks.Shard(w.Shard), clientv3.WithKeysOnly()))
+		}
+	}
+	for _, i := range live {
+		w := writes[i]
+		rb.recRead[i] = len(rb.reads)
+		rb.reads = append(rb.reads, clientv3.OpGet(ks.Tick(w.Shard, w.Job), clientv3.WithKeysOnly()))
+		for _, ref := range w.Triggers {
+			rb.reads = append(rb.reads, clientv3.OpGet(ks.Trigger(w.Shard, w.Job, ref.ID), clientv3.WithKeysOnly()))
+		}
+	}
+	return rb
 }
 
 // build makes the transaction for the live writes.
 func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 	m := s.m
-	t := txnPlan{fence: map[int]int{}, recRead: map[int]int{}}
-	reads := 0
+	var t txnPlan
+	fenced := map[int]bool{}
 	for _, i := range live {
-		w := writes[i]
-		if _, ok := t.fence[w.Shard]; !ok {
-			t.fence[w.Shard] = reads
-			reads++
-			tok := lease.Token{Shard: w.Shard, Generation: w.Token}
-			t.cmps = append(t.cmps, lease.Guard(m.ks, tok))
+		if w := writes[i]; !fenced[w.Shard] {
+			fenced[w.Shard] = true
+			t.cmps = append(t.cmps, lease.Guard(m.ks, lease.Token{Shard: w.Shard, Generation: w.Token}))
 		}
 	}
 	for _, i := range live {
@@ -191,8 +195,6 @@ func (s store) build(writes []scheduler.Write, live []int) txnPlan {
 		} else {
 			t.ops = append(t.ops, clientv3.OpPut(key, string(w.Value)))
 		}
-		t.recRead[i] = reads
-		reads += 1 + len(w.Triggers)
 		c, o := m.triggerCmps(w)
 		t.cmps, t.ops = append(t.cmps, c...), append(t.ops, o...)
 	}
@@ -205,13 +207,13 @@ func (s store) send(ctx context.Context, sess *lease.Session, t txnPlan) (*clien
 	return s.m.sendTxn(ctx, sess, t.cmps, t.ops, nil)
 }
 
-// classify reads a refused transaction's read-back (readBack): writes of a shard
+// classify reads a refused transaction's read-back: writes of a shard
 // whose fence failed get ErrShardLost (and the shard's Grant ends), writes
 // whose record changed get ErrStale, writes whose trigger requests are gone
 // a *scheduler.TriggerGone; the others are returned to be sent again.
-func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *clientv3.TxnResponse, res []scheduler.WriteResult) (retry []int) {
+func (s store) classify(writes []scheduler.Write, live []int, rb readBackPlan, resp *clientv3.TxnResponse, res []scheduler.WriteResult) (retry []int) {
 	lost := map[int]bool{}
-	for shard, j := range t.fence {
+	for shard, j := range rb.fence {
 		kvs := resp.Responses[j].GetResponseRange().GetKvs()
 		var gen int64
 		if len(kvs) > 0 {
@@ -229,7 +231,7 @@ func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *c
 			res[i].Err = fmt.Errorf("%w: shard %d token %d: the fence failed", scheduler.ErrShardLost, w.Shard, w.Token)
 			continue
 		}
-		kvs := resp.Responses[t.recRead[i]].GetResponseRange().GetKvs()
+		kvs := resp.Responses[rb.recRead[i]].GetResponseRange().GetKvs()
 		var rev int64
 		if len(kvs) > 0 {
 			rev = kvs[0].ModRevision
@@ -238,7 +240,7 @@ func (s store) classify(writes []scheduler.Write, live []int, t txnPlan, resp *c
 			res[i].Err = fmt.Errorf("%w: shard %d job %s: revision %d, expected %d", scheduler.ErrStale, w.Shard, w.Job, rev, w.Rev)
 			continue
 		}
-		if res[i].Err = triggersGone(w, resp, t.recRead[i]+1); res[i].Err != nil {
+		if res[i].Err = triggersGone(w, resp, rb.recRead[i]+1); res[i].Err != nil {
 			continue
 		}
 		retry = append(retry, i)
