@@ -190,7 +190,8 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 	m.bg.Go(func() { m.probeContact(bgCtx) })
 	m.trig = newTriggers(m, h) // before any acquisition: grant reads it
 	m.bg.Go(func() { m.trig.run(bgCtx) })
-	// Revocations give up when giveUp is called (revokeUntil).
+	// Lost sessions' revocations run on in the background; they give up
+	// when Run returns.
 	revoking, giveUp := context.WithCancel(context.WithoutCancel(ctx))
 	defer giveUp()
 	first := max(m.cfg.Lease.TTL/10, 100*time.Millisecond)
@@ -221,37 +222,27 @@ func (m *Manager) Run(ctx context.Context, h Handler) error {
 		retry, failures = first, 0
 		err = m.runSession(ctx, sess)
 		if err != nil || ctx.Err() != nil {
-			m.revokeUntil(revoking, giveUp)
-			sess.CloseWithin(revoking)
+			by, cancel := context.WithDeadline(revoking, m.revokeBy())
+			sess.CloseWithin(by)
+			cancel()
 			return err
 		}
 		// Lost: revoke the old lease in the background (always safe: this
 		// node no longer acts under it) and start a new session at once.
 		m.bg.Go(func() { sess.CloseWithin(revoking) })
 	}
-	return nil // the lost sessions' revocations give up (giveUp, deferred)
+	return nil
 }
 
-// revokeUntil bounds the revocations still under way when Run returns by
-// the leave's bound (DESIGN: a SIGTERM exits within the drain timeout plus
-// a second), or a second from now if no leave began: revoking is a
-// courtesy, and etcd expires a lease it never hears about again.
-func (m *Manager) revokeUntil(revoking context.Context, giveUp context.CancelFunc) {
-	by := m.leaveBy
-	if by.IsZero() {
-		by = time.Now().Add(time.Second)
+// revokeBy bounds the last session's revocation when Run returns: the
+// leave's bound (DESIGN: a SIGTERM exits within the drain timeout plus a
+// second), or a second from now if no leave began. Revoking is a
+// courtesy; etcd expires a lease it never hears about again.
+func (m *Manager) revokeBy() time.Time {
+	if m.leaveBy.IsZero() {
+		return time.Now().Add(time.Second)
 	}
-	if d := time.Until(by); d > 0 {
-		m.bg.Go(func() {
-			select {
-			case <-revoking.Done():
-			case <-time.After(d):
-				giveUp()
-			}
-		})
-		return
-	}
-	giveUp()
+	return m.leaveBy
 }
 
 // runSession runs one session until it is lost (nil error, ctx live), ctx
