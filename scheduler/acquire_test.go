@@ -11,10 +11,10 @@ import (
 	"github.com/shardcron/shardcron/cronspec"
 )
 
-// nextTick answers as the schedule does, for instants before, inside and
+// The memo answers as the schedule does, for instants before, inside and
 // after the gap it remembers, across jobs, and for a schedule with no tick
 // left.
-func TestNextTickAnswersAsTheSchedule(t *testing.T) {
+func TestGapMemoAnswersAsTheSchedule(t *testing.T) {
 	base := time.Date(2026, 3, 29, 0, 30, 0, 0, time.UTC)
 	var entries []*jobEntry
 	for _, spec := range []string{"*/7 * * * * *", "0 0 1 1 *", "30 2 * * *", "@every 90s"} {
@@ -36,8 +36,8 @@ func TestNextTickAnswersAsTheSchedule(t *testing.T) {
 		if m := s.gap; m.e == e && !m.next.IsZero() { // at the remembered gap's ends, or inside it
 			at = []time.Time{m.lo, m.next, m.next.Add(-1), m.lo.Add(-1), m.lo.Add(time.Duration(rng.Int64N(int64(m.next.Sub(m.lo)))))}[rng.IntN(5)]
 		}
-		if got, want := s.nextTick(e, at), e.sched.Next(at); !got.Equal(want) {
-			t.Fatalf("%s: nextTick(%v) = %v, the schedule says %v", e.name, at, got, want)
+		if got, want := s.memoFor(e).Next(at), e.sched.Next(at); !got.Equal(want) {
+			t.Fatalf("%s: memo Next(%v) = %v, the schedule says %v", e.name, at, got, want)
 		}
 	}
 }

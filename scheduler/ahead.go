@@ -245,7 +245,7 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 	// Nor one already in line or still to come from a catch-up: after a
 	// clock step back, from can fall before them, and they would run twice.
 	from = later(from, rec.lineEnd())
-	if next := s.nextTick(rec.e, from); !next.IsZero() {
+	if next := s.memoFor(rec.e).Next(from); !next.IsZero() {
 		s.pushTimer(claimTimer(rec, next, s.horizon()))
 	}
 }

@@ -44,7 +44,7 @@ type Scheduler struct {
 	shards map[int]*ownedShard      // the current entry per shard
 	all    map[*ownedShard]struct{} // every shard entry not yet idle
 	timers tickHeap                 // claims ahead, due ticks, retries
-	gap    gapMemo                  // the latest answer of a job's schedule (nextTick)
+	gap    gapMemo                  // the latest answer of a job's schedule (memoFor)
 	// voided estimates the timers left for shards, jobs or writes that no
 	// longer need them; past half the heap they are dropped (compactTimers).
 	voided int

@@ -58,9 +58,6 @@ type gapMemo struct {
 	lo, next time.Time
 }
 
-// nextTick is e's first tick after t (zero if none).
-func (s *Scheduler) nextTick(e *jobEntry, t time.Time) time.Time { return s.memoFor(e).Next(t) }
-
 // memoFor is e's schedule asked through the Scheduler's gapMemo (a
 // pointer, so passing it as a Schedule allocates nothing).
 func (s *Scheduler) memoFor(e *jobEntry) *gapMemo {
