@@ -34,8 +34,10 @@ type Session struct {
 	// moves forward, and only while ended is false.
 	deadline atomic.Int64
 	ended    atomic.Bool
-	// renewed is the wall-clock time (Unix nanoseconds) etcd last answered
-	// a renewal (or the grant): what "as of" a replica's view is.
+	// renewed is the wall-clock time (Unix nanoseconds) the last renewal
+	// etcd answered (or the grant) was sent: what "as of" a replica's view
+	// is. Not when the answer was read: one etcd sent just before it
+	// stopped may be read later, and must not date the view after the stop.
 	renewed atomic.Int64
 
 	mu    sync.Mutex  // serialises extending the deadline against ending
@@ -92,7 +94,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, cf
 	s.log = cfg.Logger.With("lease", fmt.Sprintf("%016x", int64(s.id)))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.deadline.Store(int64(sent + s.ttl - cfg.Margin))
-	s.renewed.Store(time.Now().UnixNano())
+	s.renewed.Store(s.wallAt(sent).UnixNano())
 	// Read the time left before taking mu: Remaining ends the session when
 	// the grant took longer than TTL − Margin, and ending takes mu.
 	left := s.Remaining()
@@ -158,8 +160,9 @@ func (s *Session) Deadline() time.Duration {
 	return time.Duration(s.deadline.Load())
 }
 
-// Renewed is when etcd last answered this session: its grant or its last
-// successful renewal, on the wall clock. It stays at that instant after the
+// Renewed is when the last request of this session etcd answered was
+// sent (its grant or its last successful renewal), on the wall clock: etcd
+// was in contact at least until then. It stays at that instant after the
 // session ends, so a view kept from etcd can say how old it is.
 func (s *Session) Renewed() time.Time { return time.Unix(0, s.renewed.Load()) }
 
@@ -218,6 +221,11 @@ func (s *Session) onTimer() {
 	s.lose("safe deadline passed")
 }
 
+// wallAt is the wall-clock time of t on now's clock.
+func (s *Session) wallAt(t time.Duration) time.Time {
+	return time.Now().Add(t - s.now())
+}
+
 // extend moves the deadline after a successful renewal sent at sent, unless
 // the session already ended or its deadline passed before the response was
 // processed: a late renewal never revives a session.
@@ -232,7 +240,7 @@ func (s *Session) extend(sent time.Duration, ttlSeconds int64) bool {
 		s.endLocked(ErrLost, "renewal arrived after the safe deadline")
 		return false
 	}
-	s.renewed.Store(time.Now().UnixNano())
+	s.renewed.Store(s.wallAt(sent).UnixNano())
 	if d := sent + time.Duration(ttlSeconds)*time.Second - s.cfg.Margin; d > old {
 		s.deadline.Store(int64(d))
 		s.timer.Reset(d - s.now())

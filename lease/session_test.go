@@ -200,6 +200,43 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	}
 }
 
+// TestRenewedIsWhenTheAnswerWasAsked: a replica's view is "as of" the
+// send of the last request etcd answered, not of when the answer was
+// processed. An answer etcd sent just before it stopped (SIGSTOP) may be
+// read a while later; its view must still date from before the stop.
+func TestRenewedIsWhenTheAnswerWasAsked(t *testing.T) {
+	t.Parallel()
+	cli := etcdtest.Start(t).Client(t)
+	cfg, h := testCfg(3 * time.Second)
+	var armed atomic.Bool
+	gate := make(chan struct{})
+	landed := make(chan struct{})
+	h.onAfter = func(err error) {
+		if err == nil && armed.CompareAndSwap(true, false) {
+			close(landed)
+			<-gate // the answer is in; hold it before it is applied
+		}
+	}
+	var r renewals
+	r.hook(h)
+	s := newSession(t, cli, cfg)
+	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
+	before := r.count.Load()
+	armed.Store(true)
+	select {
+	case <-landed:
+	case <-time.After(s.TTL() + slack):
+		t.Fatal("no renewal landed")
+	}
+	answered := time.Now() // etcd answered before this
+	close(gate)
+	poll.Must(t, slack, "the held renewal applied", poll.True(func() bool { return r.count.Load() > before }))
+	if got := s.Renewed(); !got.Before(answered) {
+		t.Fatalf("Renewed = %v, after the answer was in (%v): a view would claim to be newer than etcd's last word",
+			got.Format("15:04:05.000000"), answered.Format("15:04:05.000000"))
+	}
+}
+
 func TestLeaseGoneIsLost(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t).Client(t)
