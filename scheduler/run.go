@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/shardcron/shardcron/config"
 )
 
 // run is one tick being run by this node.
@@ -33,6 +31,9 @@ type run struct {
 	suspended atomic.Bool
 	// span is the run's trace span; used by its worker goroutine only.
 	span RunSpan
+	// spec is what the Runner is handed; written by startRun, read-only
+	// after.
+	spec Run
 }
 
 type runDone struct {
@@ -63,7 +64,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		s.m.reruns.Inc()
 	}
 	s.m.started(now.Sub(tick))
-	spec := Run{
+	r.spec = Run{
 		Cluster:  s.cfg.Cluster,
 		Node:     s.cfg.Node,
 		Job:      *rec.e.job,
@@ -75,7 +76,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		Trigger:  r.man.ID(),
 		Deadline: newRunDeadline(rec.sh.g),
 	}
-	s.workers.Go(func() { s.execute(r, spec) })
+	s.unstarted = append(s.unstarted, unstartedRun{r: r})
 }
 
 // endRun takes r out of the job's runs, releasing the list with the last:
@@ -155,20 +156,17 @@ func (d runDeadline) Deadline() time.Duration {
 	return d.g.Deadline.Deadline()
 }
 
-// execute runs one tick and reports to Run. The shard is checked right
-// before the Runner is called: after a pause this goroutine may run before
-// any loss has been noticed.
+// execute runs one tick and reports to Run. It checks again right before
+// the Runner is called: after a pause this goroutine may run before any
+// loss has been noticed, or after contact was lost again.
 func (s *Scheduler) execute(r *run, spec Run) {
 	defer r.cancel(nil)
 	d := runDone{r: r, start: s.now()}
 	r.span = s.startSpan(spec)
 	if err := s.awaitContact(r, spec); err != nil {
 		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
-	} else if r.suspended.Load() {
-		d.dropped = true
-		d.res = Result{Status: StatusSkipped, Detail: "job suspended before its run could start"}
-	} else if r.ctx.Err() != nil {
-		d.res = Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}
+	} else if res, dropped, refused := r.refusal(); refused {
+		d.res, d.dropped = res, dropped
 	} else {
 		ctx := r.ctx
 		if to := spec.Job.Timeout.D(); to > 0 {
@@ -186,42 +184,19 @@ func (s *Scheduler) execute(r *run, spec Run) {
 			}
 		}
 	}
-	d.end = s.now()
-	d.cause = context.Cause(r.ctx)
-	if r.ctx.Err() == nil {
-		d.cause = nil
-	}
-	r.span.End(d.res, d.attempts, d.end.Sub(d.start))
-	d.traceID = r.span.TraceID()
+	s.finished(&d)
 	s.send(d)
 }
 
-// contactPoll is how often a run held for lack of contact looks again.
-const contactPoll = 10 * time.Millisecond
-
-// awaitContact holds a run until its node is in contact with the store
-// (Config.ContactWindow), then checks the shard: the synchronous guard
-// right before the run starts. An error means the run must not start: the
-// shard is lost, past its deadline, or the run was cancelled meanwhile.
-func (s *Scheduler) awaitContact(r *run, spec Run) error {
-	c, window := r.sh.g.Contact, s.cfg.ContactWindow
-	if c.ContactAge() > window {
-		s.m.heldNoContact.Inc()
-		s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token, "job", config.UnitName(spec.Job.Name, spec.Item), "tick", spec.Tick, "contact_age_ms", c.ContactAge().Milliseconds())
-		t := time.NewTicker(contactPoll)
-		defer t.Stop()
-		for c.ContactAge() > window {
-			if err := r.sh.check(); err != nil {
-				return err
-			}
-			select {
-			case <-r.ctx.Done():
-				return context.Cause(r.ctx)
-			case <-t.C:
-			}
-		}
+// finished stamps d's end and the run context's cause, and ends its span.
+func (s *Scheduler) finished(d *runDone) {
+	r := d.r
+	d.end = s.now()
+	if r.ctx.Err() != nil {
+		d.cause = context.Cause(r.ctx)
 	}
-	return r.sh.check()
+	r.span.End(d.res, d.attempts, d.end.Sub(d.start))
+	d.traceID = r.span.TraceID()
 }
 
 // runEnded frees the run's slot and records its completion, unless the run

@@ -51,7 +51,9 @@ type Scheduler struct {
 	// claimsDue holds claims ahead taken off timers, until the runs due
 	// at the same instant have started (fireDueTicks, claimDue).
 	claimsDue []timerEntry
-	waiting   waitHeap // due ticks not yet running
+	waiting   waitHeap       // due ticks not yet running
+	unstarted []unstartedRun // claimed runs not handed to a worker yet (handOff)
+	heldAt    time.Time      // when runs held for contact look again; zero if none
 	// openAhead holds, per job, the latest tick claimAhead left unclaimed
 	// because an earlier one was undecided: claimed ahead after all if
 	// every earlier tick is decided before it comes due (claimOpenAhead).
@@ -209,6 +211,7 @@ func (s *Scheduler) step(now time.Time) {
 	if due, _ := s.histDue(now); due {
 		s.flushHistory(nil)
 	}
+	s.handOff(now)
 }
 
 // nextWake is when step, which ran at now, has something to do next.
@@ -227,6 +230,7 @@ func (s *Scheduler) nextWake(now time.Time) (time.Time, bool) {
 		take(s.waiting[0].tick)
 	}
 	take(s.flushAt)
+	take(s.heldAt)
 	if _, at := s.histDue(now); !at.IsZero() {
 		take(at)
 	}

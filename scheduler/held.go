@@ -1,0 +1,115 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// contactPoll is how often runs held for lack of contact look again.
+const contactPoll = 10 * time.Millisecond
+
+// unstartedRun is a claimed run Run has not handed to a worker yet: one
+// started in this step, or one held because its node had no recent answer
+// from the store (Config.ContactWindow). Run decides at the end of each
+// step, in the order they were started, which go to workers, which wait,
+// and which end unstarted (cancelled, shard gone, job suspended). Decided
+// there, a run a later tick of the same step replaces never reaches the
+// Runner, and runs that end unstarted report in order instead of racing
+// one another to Run: the simulator replays a partition's heal, or a
+// replace at a catch-up, exactly only so. A worker still checks right
+// before it calls the Runner (execute).
+type unstartedRun struct {
+	r    *run
+	held bool // counted in ticks_held_no_contact_total
+}
+
+// handOff hands the pending runs that may start to workers, keeps those
+// waiting for contact, and ends those that never will.
+func (s *Scheduler) handOff(now time.Time) {
+	var kept []unstartedRun
+	// A run that ends unstarted may start another (a forbid job's held
+	// tick): those are decided in the next round, still in this step.
+	for len(s.unstarted) > 0 {
+		round := s.unstarted
+		s.unstarted = nil
+		var ended []runDone
+		for _, u := range round {
+			r := u.r
+			if res, dropped, refused := r.refusal(); refused {
+				d := runDone{r: r, start: now, res: res, dropped: dropped}
+				r.span = s.startSpan(r.spec)
+				s.finished(&d)
+				r.cancel(nil)
+				ended = append(ended, d)
+				continue
+			}
+			if age := r.sh.g.Contact.ContactAge(); age > s.cfg.ContactWindow {
+				if !u.held {
+					u.held = true
+					s.noteHeld(r.spec, age)
+				}
+				kept = append(kept, u)
+				continue
+			}
+			s.workers.Go(func() { s.execute(r, r.spec) })
+		}
+		for _, d := range ended {
+			s.runEnded(d)
+		}
+	}
+	s.unstarted, s.heldAt = kept, time.Time{}
+	if len(kept) > 0 {
+		s.heldAt = now.Add(contactPoll)
+	}
+}
+
+// refusal says why r must not start, if it must not: its shard is lost
+// or past its deadline, it was cancelled, or its job was suspended
+// (dropped: then it never runs, config.Job.NotBefore).
+func (r *run) refusal() (res Result, dropped, refused bool) {
+	if err := r.sh.check(); err != nil {
+		return Result{Status: StatusCancelled, Detail: err.Error()}, false, true
+	}
+	switch {
+	case r.suspended.Load():
+		return Result{Status: StatusSkipped, Detail: "job suspended before its run could start"}, true, true
+	case r.ctx.Err() != nil:
+		return Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}, false, true
+	}
+	return Result{}, false, false
+}
+
+// awaitContact holds a worker's run until its node is in contact with the
+// store again: Run handed it over in contact, but the worker may have
+// waited for a core since. An error means the run must not start: the
+// shard is lost or past its deadline, or the run was cancelled meanwhile.
+func (s *Scheduler) awaitContact(r *run, spec Run) error {
+	c, window := r.sh.g.Contact, s.cfg.ContactWindow
+	age := c.ContactAge()
+	if age <= window {
+		return nil
+	}
+	s.noteHeld(spec, age)
+	t := time.NewTicker(contactPoll)
+	defer t.Stop()
+	for c.ContactAge() > window {
+		if err := r.sh.check(); err != nil {
+			return err
+		}
+		select {
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// noteHeld counts and logs a run held for lack of contact.
+func (s *Scheduler) noteHeld(spec Run, age time.Duration) {
+	s.m.heldNoContact.Inc()
+	s.log.Debug("run held: no recent answer from etcd", "shard", spec.Shard, "token", spec.Token,
+		"job", config.UnitName(spec.Job.Name, spec.Item), "tick", spec.Tick, "contact_age_ms", age.Milliseconds())
+}

@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// The wall clock steps forward past two ticks of a replace job: the loop
+// starts the first and, in the same step, the second replaces it. The
+// first never reaches the Runner: Run decides which runs go to workers at
+// the end of the step. Before, the first's worker raced the replace to
+// the Runner (the simulator's seed 1 replayed differently about one run
+// in four under -race, docs/simulator.md).
+func TestReplacedInOneStepNeverReachesRunner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		var offset atomic.Int64
+		j := jobIn(2, "replaced", "*/2 * * * * *")
+		j.Concurrency = config.ConcurrencyReplace
+		h := newHarness(t, func(c *Config) {
+			c.Clock = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			c.ClaimAhead = 5 * time.Second
+		}, j)
+		defer h.stop()
+		h.runner.behave = work(time.Hour)
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		time.Sleep(500 * time.Millisecond) // t0-0.5s: t0 and t0+2s are claimed and landed
+		synctest.Wait()
+		offset.Store(int64(3 * time.Second)) // the next wake reads t0+2.5s
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for _, r := range h.runner.of(j.Name) {
+			if r.Tick.Equal(t0) {
+				t.Errorf("the replaced tick %v reached the Runner (%s %q)", t0, r.res.Status, r.res.Detail)
+			}
+		}
+		h.cancel() // end the hour-long run of t0+2s, so history is flushed by stop
+		rec := h.store.record(2, j.Name)
+		i := slices.IndexFunc(rec.History, func(e Entry) bool { return e.Tick.Equal(t0) })
+		if i < 0 {
+			t.Fatalf("no history entry for %v: %+v", t0, rec.History)
+		}
+		if e := rec.History[i]; e.Status != StatusSkipped || !strings.Contains(e.Detail, "replaced by a newer tick") {
+			t.Errorf("replaced tick recorded as %s %q, want skipped naming the replace", e.Status, e.Detail)
+		}
+	})
+}
