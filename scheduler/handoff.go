@@ -20,6 +20,14 @@ type drainReply struct {
 	sh  *ownedShard
 }
 
+// cutReq cancels a draining shard's runs at the drain's deadline. Run
+// does it, not Drain's goroutine, so that the runs it holds unstarted
+// (held.go) end in the same step, not at their next look.
+type cutReq struct {
+	sh    *ownedShard
+	cause error
+}
+
 // Drain stops firing the shard at once and returns the release for its
 // marker: StoppedAt is that instant (or just before the earliest due tick
 // it left unclaimed, so the successor runs it as a handoff tick), and
@@ -67,7 +75,11 @@ func (s *Scheduler) Drain(ctx context.Context, shard int) Released {
 	if !bounded || time.Now().After(stopBy) { // ctx's deadline: the real clock
 		stopBy = time.Now()
 	}
-	r.sh.cancel(&StopBy{At: stopBy, Reason: errDrainTimeout})
+	select {
+	case s.reqs <- cutReq{sh: r.sh, cause: &StopBy{At: stopBy, Reason: errDrainTimeout}}:
+	case <-s.quit:
+		return r.rel
+	}
 	select {
 	case <-r.sh.idle:
 	case <-s.quit:

@@ -174,8 +174,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// request is a call of Acquired or Drain, handed to Run, which serves it
-// on its own goroutine. The set is closed; these are all of it.
+// request is a call of Acquired or Drain (or a drain's cut), handed to
+// Run, which serves it on its own goroutine. The set is closed; these are
+// all of it.
 type request interface{ serve(s *Scheduler) }
 
 func (r acquireReq) serve(s *Scheduler) {
@@ -184,6 +185,8 @@ func (r acquireReq) serve(s *Scheduler) {
 }
 
 func (r drainReq) serve(s *Scheduler) { r.reply <- s.drain(r.shard, s.now()) }
+
+func (r cutReq) serve(*Scheduler) { r.sh.cancel(r.cause) }
 
 // event is what a goroutine Run started, or Triggered, reports back to it;
 // Run applies it on its own goroutine. The set is closed; these are all of it.
