@@ -24,11 +24,14 @@
 // deterministic key: send time, node, call content), or sleeps to the next
 // thing due. Runs that start at one instant are recorded in the order the
 // runtime ran them, so the history is sorted before it is hashed.
-// TestSimDeterministic runs seeds twice and compares the hashes. Not yet
-// exact: goroutines of one node that wake at one virtual instant (runs held
-// for contact as a partition heals) race to the scheduler's loop, which
-// batches what has arrived; a few seeds in a thousand replay differently
-// (docs/simulator.md).
+// TestSimDeterministic runs seeds twice and compares the hashes. The
+// scheduler's loop takes in one batch whatever has arrived, so nothing may
+// race to it: the sim hands triggers and grants one call at a time, each
+// taken in alone (oneByOne); its runner's refusals return when the sim
+// says, as ended runs do; drains that end at one instant are taken by node
+// and shard; and the scheduler itself hands claimed runs to workers at the
+// end of a step and keeps runs held for contact in its loop
+// (docs/simulator.md, "Replay").
 //
 // # Nemesis
 //

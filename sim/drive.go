@@ -36,6 +36,10 @@ func (w *world) absorb(now time.Time) {
 			a.run.Tick.Compare(b.run.Tick), cmp.Compare(a.run.Attempt, b.run.Attempt))
 	})
 	for _, r := range runs {
+		if r.refused {
+			w.refusing = append(w.refusing, r)
+			continue
+		}
 		w.nextID++
 		r.id = w.nextID
 		d, fail := w.jobs.duration(r.run.Job.Name)
@@ -74,10 +78,15 @@ func (w *world) act(now, end time.Time) bool {
 		w.rehand(now) || w.nem.act(now, end)
 }
 
-// ackOne lets one ended run return.
+// ackOne lets one ended or refused run return.
 func (w *world) ackOne() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.refusing) > 0 {
+		close(w.refusing[0].ack)
+		w.refusing = w.refusing[1:]
+		return true
+	}
 	for _, r := range w.runs {
 		if r.ended && !r.acked {
 			r.acked = true

@@ -2,12 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"testing/synctest"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
-	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The nemesis: every fault, chosen by the seed's random source. It acts
@@ -214,19 +212,15 @@ func (nm *nemesis) trigger(now time.Time, n int) {
 		}
 	}
 	for _, n := range w.nodes {
-		var t []scheduler.Trigger
+		var calls []func()
 		for _, shard := range sortedKeys(shards) {
 			if h := n.held[shard]; n.alive && h != nil && !h.draining {
-				t = append(t, w.m.triggersOf(shard, h.gen)...)
+				for _, x := range w.m.triggersOf(shard, h.gen) {
+					calls = append(calls, func() { n.sched.Triggered(x) })
+				}
 			}
 		}
-		// One at a time, each taken alone: the scheduler's loop takes in one
-		// batch whatever has arrived, so a feeder racing it would batch them
-		// as the runtime ran it, and one seed would replay differently.
-		for _, x := range t {
-			go n.sched.Triggered(x)
-			synctest.Wait()
-		}
+		oneByOne(calls)
 	}
 }
 

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"testing/synctest"
 	"time"
 
 	"github.com/shardcron/shardcron/scheduler"
@@ -89,14 +92,11 @@ func (w *world) grant(n *node, s int, now time.Time) {
 	n.held[s] = h
 	g := scheduler.Grant{Shard: s, Token: gen, Lost: h.lost, Deadline: n.sess, Contact: n.sess,
 		Checkpoint: scheduler.Checkpoint{Records: w.m.checkpoint(s), Released: marker}}
-	trigs := w.m.triggersOf(s, gen)
-	sched := n.sched
-	go func() {
-		sched.Acquired(g)
-		for _, t := range trigs {
-			sched.Triggered(t)
-		}
-	}()
+	calls := []func(){func() { n.sched.Acquired(g) }}
+	for _, t := range w.m.triggersOf(s, gen) {
+		calls = append(calls, func() { n.sched.Triggered(t) })
+	}
+	oneByOne(calls)
 }
 
 // rehand hands every pending trigger request to its shard's owner again,
@@ -116,17 +116,24 @@ func (w *world) rehand(now time.Time) bool {
 				trigs = append(trigs, w.m.triggersOf(s, h.gen)...)
 			}
 		}
-		if len(trigs) == 0 {
-			continue
+		calls := make([]func(), len(trigs))
+		for i, t := range trigs {
+			calls[i] = func() { n.sched.Triggered(t) }
 		}
-		sched := n.sched
-		go func() {
-			for _, t := range trigs {
-				sched.Triggered(t)
-			}
-		}()
+		oneByOne(calls)
 	}
 	return true
+}
+
+// oneByOne makes each call on a goroutine of its own, one at a time, each
+// taken in alone: the scheduler's loop takes in one batch whatever has
+// arrived, so a feeder racing it would batch them as the runtime ran it,
+// and one seed would replay differently.
+func oneByOne(calls []func()) {
+	for _, c := range calls {
+		go c()
+		synctest.Wait()
+	}
 }
 
 // drainShard starts a graceful release of h by n: Drain, then the release
@@ -153,8 +160,16 @@ func (w *world) drainEnded() bool {
 		w.mu.Unlock()
 		return false
 	}
-	d := w.drains[0]
-	w.drains = w.drains[1:]
+	// Drains that end at one instant were appended in the order the
+	// runtime ran them: take them in a fixed one.
+	i := 0
+	for j, d := range w.drains {
+		if cmp.Or(cmp.Compare(d.n.name, w.drains[i].n.name), cmp.Compare(d.h.shard, w.drains[i].h.shard)) < 0 {
+			i = j
+		}
+	}
+	d := w.drains[i]
+	w.drains = slices.Delete(w.drains, i, i+1)
 	w.mu.Unlock()
 	d.h.cancel(errors.New("released"))
 	if !d.n.alive || d.n.inc != d.inc || d.n.held[d.h.shard] != d.h {

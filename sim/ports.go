@@ -213,6 +213,7 @@ type runRec struct {
 	endAt   time.Time // when its work ends, chosen by the sim
 	fail    bool
 	ended   bool   // the run's call has noticed its end (work done or cancelled)
+	refused bool   // turned away before it started: not a run (world.refused)
 	cause   string // why it ended early
 	acked   bool
 	done    chan struct{} // closed by the sim: the work is done

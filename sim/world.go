@@ -35,6 +35,8 @@ type world struct {
 	calls   []*call   // seen, not yet answered
 	runs    []*runRec // every run, in the order the sim saw them
 	newRuns []*runRec
+	// refusing: the runner's refusals not yet let return (ackOne).
+	refusing []*runRec
 	// refused: the calls the runner turned away (past the safe deadline,
 	// node stopped); the owner counted each as running meanwhile.
 	refused []Run
@@ -282,15 +284,22 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 		<-ch
 		w.mu.Lock()
 	}
-	defer w.mu.Unlock()
+	rec := &runRec{node: n.name, inc: inc, run: run, called: called, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
 	// The runner checks right before it acts, as runner.HTTP does: a run
 	// past the deadline, or whose context already ended, has no effect.
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
 		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: config.UnitName(run.Job.Name, run.Item), Tick: run.Tick, Token: run.Token,
 			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, End: time.Now()})
+		// Returns when the sim says, as an ended run does: runs a resumed
+		// node refuses together report to its loop in a fixed order.
+		rec.refused, rec.ended = true, true
+		w.newRuns = append(w.newRuns, rec)
+		w.wake()
+		w.mu.Unlock()
+		<-rec.ack
 		return nil, false
 	}
-	rec := &runRec{node: n.name, inc: inc, run: run, called: called, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
+	defer w.mu.Unlock()
 	rec.deadAt = n.sess.deadlineAt()
 	w.newRuns = append(w.newRuns, rec)
 	w.wake()
