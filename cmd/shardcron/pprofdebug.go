@@ -15,7 +15,9 @@ import (
 )
 
 // A CPU profile of the whole process for SHARDCRON_PPROF_SECS seconds,
-// or until SIGTERM, written to SHARDCRON_PPROF_DIR; only in builds tagged pprofdebug.
+// starting SHARDCRON_PPROF_DELAY seconds after start (past the start-up,
+// for a steady state), or until SIGTERM, written to SHARDCRON_PPROF_DIR;
+// only in builds tagged pprofdebug.
 func init() {
 	dir := os.Getenv("SHARDCRON_PPROF_DIR")
 	if dir == "" || len(os.Args) < 2 || os.Args[1] != "server" {
@@ -25,6 +27,15 @@ func init() {
 	if secs == 0 {
 		secs = 30
 	}
+	delay, _ := strconv.Atoi(os.Getenv("SHARDCRON_PPROF_DELAY"))
+	if delay > 0 {
+		time.AfterFunc(time.Duration(delay)*time.Second, func() { profile(dir, secs) })
+		return
+	}
+	profile(dir, secs)
+}
+
+func profile(dir string, secs int) {
 	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", os.Getpid())))
 	if err != nil {
 		return
