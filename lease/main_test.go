@@ -67,6 +67,39 @@ func (r *renewals) times() []time.Duration {
 	return append([]time.Duration(nil), r.sent...)
 }
 
+// heldRenewal holds the next successful renewal once armed: etcd has
+// answered it, and it is not applied until release.
+type heldRenewal struct {
+	armed  atomic.Bool
+	landed chan struct{} // closed once the held renewal's answer is in
+	gate   chan struct{}
+}
+
+func holdRenewal(h *hooks) *heldRenewal {
+	hr := &heldRenewal{landed: make(chan struct{}), gate: make(chan struct{})}
+	h.onAfter = func(err error) {
+		if err == nil && hr.armed.CompareAndSwap(true, false) {
+			close(hr.landed)
+			<-hr.gate
+		}
+	}
+	return hr
+}
+
+// arm holds the next successful renewal and returns once etcd answered
+// it, failing t if none did within d.
+func (hr *heldRenewal) arm(t testing.TB, d time.Duration) {
+	t.Helper()
+	hr.armed.Store(true)
+	select {
+	case <-hr.landed:
+	case <-time.After(d):
+		t.Fatal("no renewal landed")
+	}
+}
+
+func (hr *heldRenewal) release() { close(hr.gate) }
+
 // waitDone waits for the session to end and returns when it did.
 func waitDone(t testing.TB, s *Session, d time.Duration) time.Time {
 	t.Helper()

@@ -163,31 +163,18 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t).Client(t)
 	cfg, h := testCfg(3 * time.Second)
-	var armed atomic.Bool
-	gate := make(chan struct{})
-	landed := make(chan struct{})
-	h.onAfter = func(err error) {
-		if err == nil && armed.CompareAndSwap(true, false) {
-			close(landed)
-			<-gate // hold the successful renewal until after the deadline
-		}
-	}
+	held := holdRenewal(h)
 	var r renewals
 	r.hook(h)
 	s := newSession(t, cli, cfg)
 	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
-	armed.Store(true)
-	select {
-	case <-landed:
-	case <-time.After(s.TTL() + slack):
-		t.Fatal("no renewal landed")
-	}
+	held.arm(t, s.TTL()+slack) // held until after the deadline
 	waitDone(t, s, s.TTL()+slack)
 	// etcd renewed the lease, yet the session is lost.
 	if ttl := leaseTTL(t, cli, s.LeaseID()); ttl <= 0 {
 		t.Fatalf("etcd should still hold the renewed lease, TTL %d", ttl)
 	}
-	close(gate)
+	held.release()
 	// The late success is ignored, and the lease is revoked.
 	poll.Must(t, s.TTL()+slack, "revocation of the lost lease", poll.True(func() bool { return leaseTTL(t, cli, s.LeaseID()) <= 0 }))
 	if s.Valid() || !errors.Is(s.Err(), ErrLost) {
@@ -208,28 +195,15 @@ func TestRenewedIsWhenTheAnswerWasAsked(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t).Client(t)
 	cfg, h := testCfg(3 * time.Second)
-	var armed atomic.Bool
-	gate := make(chan struct{})
-	landed := make(chan struct{})
-	h.onAfter = func(err error) {
-		if err == nil && armed.CompareAndSwap(true, false) {
-			close(landed)
-			<-gate // the answer is in; hold it before it is applied
-		}
-	}
+	held := holdRenewal(h)
 	var r renewals
 	r.hook(h)
 	s := newSession(t, cli, cfg)
 	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
 	before := r.count.Load()
-	armed.Store(true)
-	select {
-	case <-landed:
-	case <-time.After(s.TTL() + slack):
-		t.Fatal("no renewal landed")
-	}
+	held.arm(t, s.TTL()+slack)
 	answered := time.Now() // etcd answered before this
-	close(gate)
+	held.release()
 	poll.Must(t, slack, "the held renewal applied", poll.True(func() bool { return r.count.Load() > before }))
 	if got := s.Renewed(); !got.Before(answered) {
 		t.Fatalf("Renewed = %v, after the answer was in (%v): a view would claim to be newer than etcd's last word",
