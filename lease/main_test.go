@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdCluster()...) }
@@ -99,6 +100,18 @@ func (hr *heldRenewal) arm(t testing.TB, d time.Duration) {
 }
 
 func (hr *heldRenewal) release() { close(hr.gate) }
+
+// renewedSession starts a 3 s session whose next successful renewal can be
+// held (held.arm), and returns once it renewed once.
+func renewedSession(t testing.TB, cli *clientv3.Client) (*Session, *heldRenewal, *renewals) {
+	cfg, h := testCfg(3 * time.Second)
+	held := holdRenewal(h)
+	r := &renewals{}
+	r.hook(h)
+	s := newSession(t, cli, cfg)
+	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
+	return s, held, r
+}
 
 // waitDone waits for the session to end and returns when it did.
 func waitDone(t testing.TB, s *Session, d time.Duration) time.Time {

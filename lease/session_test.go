@@ -162,12 +162,7 @@ func TestDeadlinePassesBeforeExpiryPausedLoop(t *testing.T) {
 func TestLateRenewalDoesNotRevive(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t).Client(t)
-	cfg, h := testCfg(3 * time.Second)
-	held := holdRenewal(h)
-	var r renewals
-	r.hook(h)
-	s := newSession(t, cli, cfg)
-	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
+	s, held, _ := renewedSession(t, cli)
 	held.arm(t, s.TTL()+slack) // held until after the deadline
 	waitDone(t, s, s.TTL()+slack)
 	// etcd renewed the lease, yet the session is lost.
@@ -194,12 +189,7 @@ func TestLateRenewalDoesNotRevive(t *testing.T) {
 func TestRenewedIsWhenTheAnswerWasAsked(t *testing.T) {
 	t.Parallel()
 	cli := etcdtest.Start(t).Client(t)
-	cfg, h := testCfg(3 * time.Second)
-	held := holdRenewal(h)
-	var r renewals
-	r.hook(h)
-	s := newSession(t, cli, cfg)
-	poll.Must(t, 2*slack, "a renewal", poll.True(func() bool { return r.count.Load() >= 1 }))
+	s, held, r := renewedSession(t, cli)
 	before := r.count.Load()
 	held.arm(t, s.TTL()+slack)
 	answered := time.Now() // etcd answered before this
