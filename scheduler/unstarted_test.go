@@ -31,12 +31,18 @@ func TestReplacedInOneStepNeverReachesRunner(t *testing.T) {
 		h.runner.behave = work(time.Hour)
 		g, _ := h.grant(2, 9, nil)
 		h.s.Acquired(g)
-		time.Sleep(500 * time.Millisecond) // t0-0.5s: t0 and t0+2s are claimed and landed
+		sleepUntil(t0.Add(-500 * time.Millisecond))
 		synctest.Wait()
-		offset.Store(int64(3 * time.Second)) // the next wake reads t0+2.5s
-		time.Sleep(time.Second)
+		if rec := h.store.record(2, j.Name); rec.LastClaimed.Before(t0.Add(2 * time.Second)) {
+			t.Fatalf("t0 and t0+2s not both claimed ahead by t0-0.5s: last claimed %v", rec.LastClaimed)
+		}
+		offset.Store(int64(3 * time.Second)) // the loop's next wake reads t0+2.5s
+		sleepUntil(t0.Add(500 * time.Millisecond))
 		synctest.Wait()
-		for _, r := range h.runner.of(j.Name) {
+		if n := h.runner.active.Load(); n != 1 {
+			t.Fatalf("%d runs in the Runner at t0+0.5s, want the replacing tick's", n)
+		}
+		for _, r := range h.runner.of(j.Name) { // runs that ended
 			if r.Tick.Equal(t0) {
 				t.Errorf("the replaced tick %v reached the Runner (%s %q)", t0, r.res.Status, r.res.Detail)
 			}
