@@ -19,7 +19,8 @@ const contactPoll = 10 * time.Millisecond
 // Runner, and runs that end unstarted report in order instead of racing
 // one another to Run: the simulator replays a partition's heal, or a
 // replace at a catch-up, exactly only so. A worker still checks right
-// before it calls the Runner (execute).
+// before it calls the Runner, and hands a run back here if contact was
+// lost meanwhile (heldEvent).
 type unstartedRun struct {
 	r    *run
 	held bool // counted in ticks_held_no_contact_total
@@ -81,31 +82,11 @@ func (r *run) refusal() (res Result, dropped, refused bool) {
 	return Result{}, false, false
 }
 
-// awaitContact holds a worker's run until its node is in contact with the
-// store again: Run handed it over in contact, but the worker may have
-// waited for a core since. An error means the run must not start: the
-// shard is lost or past its deadline, or the run was cancelled meanwhile.
-func (s *Scheduler) awaitContact(r *run, spec Run) error {
-	c, window := r.sh.g.Contact, s.cfg.ContactWindow
-	age := c.ContactAge()
-	if age <= window {
-		return nil
-	}
-	s.noteHeld(spec, age)
-	t := time.NewTicker(contactPoll)
-	defer t.Stop()
-	for c.ContactAge() > window {
-		if err := r.sh.check(); err != nil {
-			return err
-		}
-		select {
-		case <-r.ctx.Done():
-			return context.Cause(r.ctx)
-		case <-t.C:
-		}
-	}
-	return nil
-}
+// heldEvent hands back a run a worker found out of contact when it came
+// to start it: it waited for a core after Run handed it over. Run holds it
+// with the others, so one mechanism, in the loop, decides when held runs
+// start.
+type heldEvent struct{ r *run }
 
 // noteHeld counts and logs a run held for lack of contact.
 func (s *Scheduler) noteHeld(spec Run, age time.Duration) {

@@ -158,14 +158,17 @@ func (d runDeadline) Deadline() time.Duration {
 
 // execute runs one tick and reports to Run. It checks again right before
 // the Runner is called: after a pause this goroutine may run before any
-// loss has been noticed, or after contact was lost again.
+// loss has been noticed, or after contact was lost again (then Run holds
+// the run again: heldEvent).
 func (s *Scheduler) execute(r *run, spec Run) {
+	if r.sh.g.Contact.ContactAge() > s.cfg.ContactWindow {
+		s.send(heldEvent{r})
+		return
+	}
 	defer r.cancel(nil)
 	d := runDone{r: r, start: s.now()}
 	r.span = s.startSpan(spec)
-	if err := s.awaitContact(r, spec); err != nil {
-		d.res = Result{Status: StatusCancelled, Detail: err.Error()}
-	} else if res, dropped, refused := r.refusal(); refused {
+	if res, dropped, refused := r.refusal(); refused {
 		d.res, d.dropped = res, dropped
 	} else {
 		ctx := r.ctx

@@ -198,6 +198,7 @@ func (ev commitDone) apply(s *Scheduler)   { s.committed(ev, s.now()) }
 func (ev loadDone) apply(s *Scheduler)     { s.loaded(ev) }
 func (ev historyDone) apply(s *Scheduler)  { s.historyWritten(ev) }
 func (ev triggerEvent) apply(s *Scheduler) { s.triggered(ev.t, s.now()) }
+func (ev heldEvent) apply(s *Scheduler)    { s.unstarted = append(s.unstarted, unstartedRun{r: ev.r}) }
 
 // step does what is due at now: claims ahead, fires due ticks, retries
 // writes, dispatches waiting ticks and sends the writes that are due.

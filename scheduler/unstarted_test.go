@@ -58,3 +58,51 @@ func TestReplacedInOneStepNeverReachesRunner(t *testing.T) {
 		}
 	})
 }
+
+// lostOnNthLook is a Contact that is stale from its nth look until
+// regained: the loop's look and a worker's can be told apart.
+type lostOnNthLook struct {
+	n, looks atomic.Int32
+	regained atomic.Bool
+}
+
+func (c *lostOnNthLook) ContactAge() time.Duration {
+	if c.looks.Add(1) >= c.n.Load() && !c.regained.Load() {
+		return time.Hour
+	}
+	return 0
+}
+
+// Contact is lost between the loop's hand-off and the worker's start (it
+// waited for a core): the worker hands the run back, and the loop holds it
+// with the others until contact returns, then starts it once.
+func TestWorkerOutOfContactHandsRunBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "late-loss", "10 * * * * *")
+		j.Since = t0
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		c := &lostOnNthLook{}
+		c.n.Store(2) // the loop's look at the tick is the first, the worker's the second
+		g, _ := h.grant(3, 9, nil)
+		g.Contact = c
+		h.s.Acquired(g)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(2 * time.Second))
+		synctest.Wait()
+		if runs := h.runner.all(); len(runs) != 0 || h.runner.active.Load() != 0 {
+			t.Fatalf("ran while out of contact: %d ended, %d in the Runner", len(runs), h.runner.active.Load())
+		}
+		if looks := c.looks.Load(); looks < 3 {
+			t.Fatalf("%d looks at contact: the held run was not looked at again by the loop", looks)
+		}
+		c.regained.Store(true)
+		sleepUntil(tick.Add(3 * time.Second))
+		synctest.Wait()
+		runs := h.runner.all()
+		if len(runs) != 1 || !runs[0].Tick.Equal(tick) || runs[0].start.Before(tick.Add(2*time.Second)) {
+			t.Fatalf("after contact returned: %+v, want the held tick once, started then", runs)
+		}
+	})
+}
