@@ -215,9 +215,7 @@ func (nm *nemesis) trigger(now time.Time, n int) {
 		var calls []func()
 		for _, shard := range sortedKeys(shards) {
 			if h := n.held[shard]; n.alive && h != nil && !h.draining {
-				for _, x := range w.m.triggersOf(shard, h.gen) {
-					calls = append(calls, func() { n.sched.Triggered(x) })
-				}
+				calls = triggering(n, calls, w.m.triggersOf(shard, h.gen))
 			}
 		}
 		oneByOne(calls)

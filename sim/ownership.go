@@ -92,11 +92,7 @@ func (w *world) grant(n *node, s int, now time.Time) {
 	n.held[s] = h
 	g := scheduler.Grant{Shard: s, Token: gen, Lost: h.lost, Deadline: n.sess, Contact: n.sess,
 		Checkpoint: scheduler.Checkpoint{Records: w.m.checkpoint(s), Released: marker}}
-	calls := []func(){func() { n.sched.Acquired(g) }}
-	for _, t := range w.m.triggersOf(s, gen) {
-		calls = append(calls, func() { n.sched.Triggered(t) })
-	}
-	oneByOne(calls)
+	oneByOne(triggering(n, []func(){func() { n.sched.Acquired(g) }}, w.m.triggersOf(s, gen)))
 }
 
 // rehand hands every pending trigger request to its shard's owner again,
@@ -116,13 +112,17 @@ func (w *world) rehand(now time.Time) bool {
 				trigs = append(trigs, w.m.triggersOf(s, h.gen)...)
 			}
 		}
-		calls := make([]func(), len(trigs))
-		for i, t := range trigs {
-			calls[i] = func() { n.sched.Triggered(t) }
-		}
-		oneByOne(calls)
+		oneByOne(triggering(n, nil, trigs))
 	}
 	return true
+}
+
+// triggering appends to calls a call of n's Triggered for each of ts.
+func triggering(n *node, calls []func(), ts []scheduler.Trigger) []func() {
+	for _, t := range ts {
+		calls = append(calls, func() { n.sched.Triggered(t) })
+	}
+	return calls
 }
 
 // oneByOne makes each call on a goroutine of its own, one at a time, each
@@ -162,14 +162,11 @@ func (w *world) drainEnded() bool {
 	}
 	// Drains that end at one instant were appended in the order the
 	// runtime ran them: take them in a fixed one.
-	i := 0
-	for j, d := range w.drains {
-		if cmp.Or(cmp.Compare(d.n.name, w.drains[i].n.name), cmp.Compare(d.h.shard, w.drains[i].h.shard)) < 0 {
-			i = j
-		}
-	}
-	d := w.drains[i]
-	w.drains = slices.Delete(w.drains, i, i+1)
+	slices.SortStableFunc(w.drains, func(a, b drainDone) int {
+		return cmp.Or(cmp.Compare(a.n.name, b.n.name), cmp.Compare(a.h.shard, b.h.shard))
+	})
+	d := w.drains[0]
+	w.drains = w.drains[1:]
 	w.mu.Unlock()
 	d.h.cancel(errors.New("released"))
 	if !d.n.alive || d.n.inc != d.inc || d.n.held[d.h.shard] != d.h {
