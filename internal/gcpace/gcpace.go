@@ -25,10 +25,20 @@ const DefaultHeadroom = 64 << 20
 
 const liveHeap = "/gc/heap/live:bytes"
 
+// goHeapMinimum is Go's heap minimum at GOGC=100 (runtime/mgcpacer.go,
+// defaultHeapMinimum): whatever the live heap, a collection is planned no
+// earlier than this scaled by GOGC/100.
+const goHeapMinimum = 4 << 20
+
 // Percent is the GOGC value that lets a heap of live bytes grow by at least
 // headroom before the next collection, and never less than Go's default.
+// Go never plans a collection below its heap minimum scaled by GOGC, so a
+// live heap below that minimum (0 before the first collection) counts as
+// the minimum: counted as less, the scaled minimum passes the headroom
+// (1 MiB planned a 64 MiB headroom's next collection at 256 MiB, all of it
+// memory the kernel had to fault in, page by page).
 func Percent(live, headroom uint64) int {
-	live = max(live, 1<<20) // before the first collection live reads 0
+	live = max(live, goHeapMinimum)
 	return int(max(100, headroom*100/live))
 }
 
