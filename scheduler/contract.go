@@ -82,12 +82,19 @@ type Stored struct {
 	Rev   int64
 }
 
-// Contact is how recently this node heard from the store.
+// Contact is how recently this node heard from the store. Its values
+// are compared (a pointer, as a rule): shards sharing one are told once.
 type Contact interface {
 	// ContactAge is how long ago this node sent the latest request the
 	// store has answered (any answer: a landed or refused write, a read, a
 	// keepalive). It reads the clock synchronously and never blocks.
 	ContactAge() time.Duration
+	// Expect tells when this node's next run may start: in d from now, 0
+	// for at any moment. Each call replaces the last. The store's side may
+	// keep contact fresh only ahead of that (probing costs the store), so
+	// a run that starts earlier than expected may wait for an answer
+	// first; it never blocks.
+	Expect(d time.Duration)
 }
 
 // Released marks a graceful release: the successor runs every tick due

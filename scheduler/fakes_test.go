@@ -298,7 +298,12 @@ func (d *fakeDeadline) Deadline() time.Duration {
 
 // fakeContact is the node's contact with the store: in contact (age 0)
 // unless a test says how stale it is (lose, or set).
-type fakeContact struct{ lostAt atomic.Int64 }
+type fakeContact struct {
+	lostAt atomic.Int64
+	// expectAt is when the last Expect said a run may start (Unix
+	// nanoseconds), expectIn its argument; tells counts the calls.
+	expectAt, expectIn, tells atomic.Int64
+}
 
 // inContact is a Contact that never goes stale.
 var inContact = &fakeContact{}
@@ -306,6 +311,12 @@ var inContact = &fakeContact{}
 // lose makes the contact go stale from now on; regain ends that.
 func (c *fakeContact) lose()   { c.lostAt.Store(time.Now().UnixNano()) }
 func (c *fakeContact) regain() { c.lostAt.Store(0) }
+
+func (c *fakeContact) Expect(d time.Duration) {
+	c.expectAt.Store(time.Now().Add(d).UnixNano())
+	c.expectIn.Store(int64(d))
+	c.tells.Add(1)
+}
 
 func (c *fakeContact) ContactAge() time.Duration {
 	if at := c.lostAt.Load(); at != 0 {

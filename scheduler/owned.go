@@ -177,6 +177,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	}
 	s.shards[g.Shard] = sh
 	s.all[sh] = struct{}{}
+	s.addContact(g.Contact)
 	s.owned[g.Shard].Store(true)
 	s.watchLoss(sh)
 
@@ -335,6 +336,9 @@ func (s *Scheduler) checkIdle(sh *ownedShard) {
 		delete(s.shards, sh.g.Shard)
 	}
 	s.stopWatch(sh)
+	if _, ok := s.all[sh]; ok {
+		s.dropContact(sh.g.Contact)
+	}
 	delete(s.all, sh)
 }
 

@@ -51,9 +51,11 @@ type Scheduler struct {
 	// claimsDue holds claims ahead taken off timers, until the runs due
 	// at the same instant have started (fireDueTicks, claimDue).
 	claimsDue []timerEntry
-	waiting   waitHeap       // due ticks not yet running
-	unstarted []unstartedRun // claimed runs not handed to a worker yet (handOff)
-	heldAt    time.Time      // when runs held for contact look again; zero if none
+	waiting   waitHeap        // due ticks not yet running
+	unstarted []unstartedRun  // claimed runs not handed to a worker yet (handOff)
+	heldAt    time.Time       // when runs held for contact look again; zero if none
+	contacts  map[Contact]int // the owned shards' contacts, each with its shards (expect.go)
+	expected  expectation     // what contacts were last told
 	// openAhead holds, per job, the latest tick claimAhead left unclaimed
 	// because an earlier one was undecided: claimed ahead after all if
 	// every earlier tick is decided before it comes due (claimOpenAhead).
@@ -105,6 +107,7 @@ func New(cfg Config, store Store, runner Runner) (*Scheduler, error) {
 		quit:        make(chan struct{}),
 		shards:      make(map[int]*ownedShard),
 		all:         make(map[*ownedShard]struct{}),
+		contacts:    make(map[Contact]int),
 		dirty:       make(map[*jobRec]struct{}),
 		retrying:    make(map[*jobRec]struct{}),
 		openAhead:   make(map[*jobRec]*waitTick),
@@ -142,6 +145,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.step(now)
 		s.m.slotsUsed.Set(float64(s.used))
 		s.m.waiting.Set(float64(len(s.waiting)))
+		s.expectRuns(now)
 		if w, ok := s.nextWake(now); ok {
 			// Timers run on the monotonic clock and ticks on the wall
 			// clock: re-read the wall clock at least every maxSleep, so a

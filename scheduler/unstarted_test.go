@@ -66,6 +66,8 @@ type lostOnNthLook struct {
 	regained atomic.Bool
 }
 
+func (*lostOnNthLook) Expect(time.Duration) {}
+
 func (c *lostOnNthLook) ContactAge() time.Duration {
 	if c.looks.Add(1) >= c.n.Load() && !c.regained.Load() {
 		return time.Hour

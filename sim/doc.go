@@ -33,6 +33,11 @@
 // end of a step and keeps runs held for contact in its loop
 // (docs/simulator.md, "Replay").
 //
+// The shard package's contact probe is modelled, not sent (probe.go): on
+// beats of 50 ms while the node's scheduler expects a run within 100 ms
+// (scheduler.Contact.Expect), and at once when an expected run comes
+// within that reach, as lease.Contact.Soon wakes the real one.
+//
 // # Nemesis
 //
 // Crash a node (memory lost, store kept; restarted later with a fresh

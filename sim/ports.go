@@ -26,6 +26,7 @@ type session struct {
 	// pause; 0 while it reaches it). Together they are Grant.Contact.
 	contact   atomic.Int64
 	cut       atomic.Int64
+	probe     probeModel // the shard package's probe (probe.go)
 	nextRenew time.Time
 	lost      bool
 	// ctx is cancelled when the session is declared lost (the shard
@@ -56,41 +57,6 @@ func (s *session) Deadline() time.Duration {
 		panic(err)
 	}
 	return time.Duration(ts.Nano()) + rem
-}
-
-// probeEvery is the shard package's contact probe period: while a node
-// reaches the store, its latest answered request is at most this old.
-const probeEvery = 50 * time.Millisecond
-
-// ContactAge is how long since the send of the latest request the store
-// answered. While the node reaches the store the probe answers every
-// probeEvery (modelled, not sent: it would cost a sim step each).
-func (s *session) ContactAge() time.Duration {
-	now := time.Now()
-	if s.cut.Load() == 0 {
-		return time.Duration(now.UnixNano() % int64(probeEvery))
-	}
-	return now.Sub(time.Unix(0, s.contact.Load()))
-}
-
-// setCut records that the node lost (or regained) the store at now; the
-// last probe before the cut counts as an answer.
-func (s *session) setCut(now time.Time, cut bool) {
-	if !cut {
-		s.cut.Store(0)
-		s.answered(now)
-		return
-	}
-	if s.cut.Load() == 0 {
-		s.answered(now.Add(-time.Duration(now.UnixNano() % int64(probeEvery))))
-		s.cut.Store(now.UnixNano())
-	}
-}
-
-func (s *session) answered(sent time.Time) {
-	if n := sent.UnixNano(); n > s.contact.Load() {
-		s.contact.Store(n)
-	}
 }
 
 type callKind uint8
