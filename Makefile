@@ -118,9 +118,9 @@ etcd-image:
 
 # The end-to-end suite on Docker (e2e/, build tag e2e): the current image,
 # etcd, the ledger sink, and for the rolling upgrade an image of the last
-# landed main (c0c8f0f; UPGRADING.md says how the two read each other's
+# landed main (7fef839; UPGRADING.md says how the two read each other's
 # data).
-E2E_OLD_COMMIT ?= c0c8f0f
+E2E_OLD_COMMIT ?= 7fef839
 E2E_OLD_IMAGE  ?= shardcron:e2e-old-$(E2E_OLD_COMMIT)
 E2E_LEDGER_IMAGE ?= shardcron-e2e-ledger:latest
 E2E_FLAGS ?= -count=1 -timeout 18m -v
