@@ -119,11 +119,15 @@ func (w *world) deadlines(now time.Time) bool {
 		}
 		n.sess.lost = true
 		n.sess.deadline.Store(0)
-		n.sess.cancel()
 		for _, s := range sortedKeys(n.held) {
 			n.held[s].cancel(scheduler.ErrDeadline)
 		}
 		n.held = map[int]*holding{}
+		// The Grants end first, and the scheduler takes that in, before
+		// the session's end cancels its drains: both cut the same runs,
+		// and the scheduler's loop would take whichever reached it first.
+		synctest.Wait()
+		n.sess.cancel()
 		w.note(n.name, -1, "", "safe deadline passed: every shard stopped")
 		return true
 	}

@@ -27,6 +27,7 @@ type probeModel struct {
 	// max(from, want-expectReach). Both zero at first: probing.
 	want, from time.Time
 	probed     time.Time // the latest probe sent before from
+	soon       time.Time // the probe a wake sent just after it (Soon)
 }
 
 // latest is the latest probe sent by now.
@@ -34,6 +35,9 @@ func (p *probeModel) latest(now time.Time) time.Time {
 	var last time.Time
 	if !p.probed.After(now) {
 		last = p.probed
+	}
+	if !p.soon.After(now) && p.soon.After(last) {
+		last = p.soon
 	}
 	start := p.from
 	if w := p.want.Add(-expectReach); w.After(start) {
@@ -55,6 +59,9 @@ func (p *probeModel) expect(now time.Time, d time.Duration) {
 	}
 	wasOn := !now.Before(oldStart)
 	p.probed = p.latest(now)
+	if !p.soon.After(now) {
+		p.soon = time.Time{} // counted in probed
+	}
 	p.want = now.Add(max(d, 0))
 	switch {
 	case d > expectReach:
@@ -63,11 +70,11 @@ func (p *probeModel) expect(now time.Time, d time.Duration) {
 		p.from = oldStart // the beats go on
 	default:
 		// Woken at once (lease.Contact.Soon). Its probe counts from just
-		// after now: what a worker reads at now is then the same whether
-		// it looked before this call or after it, as a real probe's answer
-		// comes a round trip later.
+		// after now, and the probes before it still count: what a worker
+		// reads at now is then the same whether it looked before this call
+		// or after it, as a real probe's answer comes a round trip later.
 		p.from = now.Add(time.Nanosecond)
-		p.probed = p.from
+		p.soon = p.from
 	}
 }
 
