@@ -24,7 +24,9 @@
 //     commit latency): the run starts from a timer at the tick, with no
 //     write in between. A tick whose claim has not landed by then waits
 //     for it (late, not lost). Writes no run waits for (claims ahead,
-//     completions, skips) wait up to flushDelay to share a transaction;
+//     completions, skips) wait up to flushDelay to share a transaction
+//     (a completion completeDelay, or burstCompleteDelay while due ticks
+//     wait for a slot, bounded by crashBound: completeWithin);
 //     a flush is Commit calls of at most commitWrites, side by side. A
 //     claim ahead waits for its job's run (going, or of an earlier tick
 //     claimed ahead) so that both share one write (waitForRun); a tick

@@ -306,7 +306,7 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 			s.addHistory(rec, e)
 		}
 		rec.queue(o)
-		s.markDirtyWithin(rec, completeDelay)
+		s.markDirtyWithin(rec, s.completeWithin(s.now()))
 	}
 	s.requeueHeld(rec)
 	s.checkIdle(sh)

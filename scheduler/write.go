@@ -34,6 +34,27 @@ const flushDelay = 100 * time.Millisecond
 // transactions per fire, half the budget.
 const completeDelay = 40 * time.Millisecond
 
+// burstCompleteDelay is how long a completion may wait instead while due
+// ticks still wait for a run slot: a burst is still going out, and its
+// commits (and etcd's work on them) would take the cores its last runs
+// wait for. Bounded by crashBound, below.
+const burstCompleteDelay = 90 * time.Millisecond
+
+// crashBound is DESIGN's bound on what a crash costs: only runs in flight
+// or ended within it run again.
+const crashBound = 150 * time.Millisecond
+
+// completeWithin is how long a completion queued at now may wait for
+// company: completeDelay, or while a burst's due ticks wait for a slot up
+// to burstCompleteDelay, never longer than leaves twice the slowest
+// recent commit inside crashBound.
+func (s *Scheduler) completeWithin(now time.Time) time.Duration {
+	if len(s.waiting) == 0 || s.waiting[0].tick.After(now) {
+		return completeDelay
+	}
+	return max(completeDelay, min(burstCompleteDelay, crashBound-2*s.slowCommit))
+}
+
 func (rec *jobRec) queue(o op) {
 	if o.kind == opClaim && o.man == nil {
 		// The record names the tick a jittered fire belongs to, for owners
