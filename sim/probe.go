@@ -58,10 +58,7 @@ func (p *probeModel) expect(now time.Time, d time.Duration) {
 		oldStart = w
 	}
 	wasOn := !now.Before(oldStart)
-	p.probed = p.latest(now)
-	if !p.soon.After(now) {
-		p.soon = time.Time{} // counted in probed
-	}
+	p.probed = p.latest(now) // a wake's probe by now, too
 	p.want = now.Add(max(d, 0))
 	switch {
 	case d > expectReach:
