@@ -26,10 +26,11 @@ func TestCompletionWaitsLongerOnlyBehindABurst(t *testing.T) {
 		{"a due tick, commits of 100 ms", waitHeap{due}, 100 * time.Millisecond, completeDelay},
 	} {
 		s := &Scheduler{waiting: c.waiting, slowCommit: c.slow}
-		if got := s.completeWithin(now); got != c.want {
+		got := s.completeWithin(now)
+		if got != c.want {
 			t.Errorf("%s: completion waits %v, want %v", c.name, got, c.want)
 		}
-		if got := s.completeWithin(now); got+2*c.slow > crashBound && got != completeDelay {
+		if got+2*c.slow > crashBound && got != completeDelay {
 			t.Errorf("%s: %v plus two commits of %v passes the crash bound %v", c.name, got, c.slow, crashBound)
 		}
 	}

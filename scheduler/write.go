@@ -29,7 +29,7 @@ const flushDelay = 100 * time.Millisecond
 // what a crash costs: a run whose completion is not durable yet is run
 // again (marked) by the successor, so a completion lands within
 // completeDelay plus one commit of its run's end (about 50 ms at 1,000
-// fires a second, inside DESIGN's 150 ms). At that rate a flush every
+// fires a second, inside crashBound). At that rate a flush every
 // 40 ms still carries about 40 completions in one transaction: 0.025
 // transactions per fire, half the budget.
 const completeDelay = 40 * time.Millisecond
@@ -37,11 +37,13 @@ const completeDelay = 40 * time.Millisecond
 // burstCompleteDelay is how long a completion may wait instead while due
 // ticks still wait for a run slot: a burst is still going out, and its
 // commits (and etcd's work on them) would take the cores its last runs
-// wait for. Bounded by crashBound, below.
+// wait for. Bounded by crashBound.
 const burstCompleteDelay = 90 * time.Millisecond
 
 // crashBound is DESIGN's bound on what a crash costs: only runs in flight
-// or ended within it run again.
+// or ended within it run again. The simulator's checker keeps its own
+// copy (sim's crashGap) on purpose: it judges this code, so it does not
+// read its bound from it.
 const crashBound = 150 * time.Millisecond
 
 // completeWithin is how long a completion queued at now may wait for
