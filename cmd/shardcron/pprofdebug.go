@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"syscall"
@@ -28,6 +29,13 @@ func init() {
 		secs = 30
 	}
 	delay, _ := strconv.Atoi(os.Getenv("SHARDCRON_PPROF_DELAY"))
+	if tsecs, _ := strconv.Atoi(os.Getenv("SHARDCRON_TRACE_SECS")); tsecs > 0 {
+		// An execution trace instead (go tool trace -pprof=sched: where
+		// goroutines waited to run), which is too heavy to take beside a
+		// CPU profile.
+		time.AfterFunc(time.Duration(delay)*time.Second, func() { executionTrace(dir, tsecs) })
+		return
+	}
 	if delay > 0 {
 		time.AfterFunc(time.Duration(delay)*time.Second, func() { profile(dir, secs) })
 		return
@@ -57,4 +65,16 @@ func profile(dir string, secs int) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() { <-sig; stop() }()
+}
+
+func executionTrace(dir string, secs int) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("trace-%d.out", os.Getpid())))
+	if err != nil {
+		return
+	}
+	if trace.Start(f) != nil {
+		f.Close()
+		return
+	}
+	time.AfterFunc(time.Duration(secs)*time.Second, func() { trace.Stop(); f.Close() })
 }
