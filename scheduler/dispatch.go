@@ -97,10 +97,21 @@ func (s *Scheduler) requeueHeld(rec *jobRec) {
 }
 
 // dispatch decides waiting ticks, oldest first, while run slots are free.
+// It decides the front where it stands and takes it out only once it is
+// decided or held: in a burst every run's end finds the next tick waiting
+// for a slot that is not free yet, and popping and pushing it back cost two
+// walks of a heap of thousands. try changes nothing when it answers noSlot,
+// and nothing it does otherwise puts a tick in line, so the front is still
+// w when it is taken out.
 func (s *Scheduler) dispatch(now time.Time) {
 	for len(s.waiting) > 0 && !s.waiting[0].tick.After(now) {
-		w := heap.Pop(&s.waiting).(*waitTick)
-		switch s.try(w, now) {
+		w := s.waiting[0]
+		r := s.try(w, now)
+		if r == noSlot {
+			return
+		}
+		heap.Pop(&s.waiting)
+		switch r {
 		case decided:
 			s.settled(w)
 			if len(s.openAhead) > 0 {
@@ -108,9 +119,6 @@ func (s *Scheduler) dispatch(now time.Time) {
 			}
 		case held:
 			s.hold(w)
-		case noSlot:
-			heap.Push(&s.waiting, w)
-			return
 		}
 		w.rec.tidy()
 	}
