@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -121,6 +122,11 @@ func (rec *jobRec) firing() bool {
 
 func (rec *jobRec) logArgs() []any {
 	return []any{"shard", rec.sh.g.Shard, "token", rec.sh.g.Token, "job", rec.e.name}
+}
+
+// appendLogAttrs appends logArgs' attributes to as, for LogAttrs.
+func (rec *jobRec) appendLogAttrs(as []slog.Attr) []slog.Attr {
+	return append(as, slog.Int("shard", rec.sh.g.Shard), slog.Int64("token", rec.sh.g.Token), slog.String("job", rec.e.name))
 }
 
 type acquireReq struct {

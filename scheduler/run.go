@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -268,24 +269,28 @@ func (s *Scheduler) runEnded(d runDone) {
 func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 	r, rec, sh := d.r, d.r.rec, d.r.sh
 	dur := d.end.Sub(d.start)
-	args := append(rec.logArgs(), "tick", r.tick, "outcome", status, "duration_ms", dur.Milliseconds(), "rerun", r.rerun)
+	// Attrs in an array on the stack, not args in a []any: a line for
+	// every run, all of them in the burst.
+	var buf [12]slog.Attr
+	attrs := append(rec.appendLogAttrs(buf[:0]), slog.Time("tick", r.tick), slog.Any("outcome", status),
+		slog.Int64("duration_ms", dur.Milliseconds()), slog.Bool("rerun", r.rerun))
 	if r.man != nil {
-		args = append(args, "trigger", r.man.id)
+		attrs = append(attrs, slog.String("trigger", r.man.id))
 	}
 	if d.attempts > 1 {
-		args = append(args, "attempts", d.attempts)
+		attrs = append(attrs, slog.Int("attempts", d.attempts))
 	}
 	if d.res.Detail != "" {
-		args = append(args, "detail", d.res.Detail)
+		attrs = append(attrs, slog.String("detail", d.res.Detail))
 	}
 	if !record {
-		s.log.Warn("run interrupted; left in flight for the successor", append(args, "cause", d.cause)...)
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "run interrupted; left in flight for the successor", append(attrs, slog.Any("cause", d.cause))...)
 		s.requeueHeld(rec)
 		s.checkIdle(sh)
 		return
 	}
 	s.m.ended(status, dur)
-	s.log.Info("run ended", args...)
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "run ended", attrs...)
 	if sh.state != stopped && !rec.parked {
 		e := Entry{
 			Tick: r.tick, Start: d.start, End: d.end, Status: status, Detail: d.res.Detail,
