@@ -34,6 +34,9 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("accepted format %d", r.Format)
 		}
 		e1, err := r.Encode()
+		if want, werr := jsonEncode(r); (err == nil) != (werr == nil) || !bytes.Equal(e1, want) {
+			t.Fatalf("Encode is not encoding/json's:\n%s (%v)\n%s (%v)", e1, err, want, werr)
+		}
 		if err != nil {
 			return // a time JSON cannot write (year beyond 9999): refused on write, never stored
 		}

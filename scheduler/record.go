@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
@@ -117,13 +118,70 @@ func DecodeRecord(b []byte) (Record, error) {
 	return r, nil
 }
 
-// Encode returns the record's stored form.
+// Encode returns the record's stored form, encoding/json's byte for byte.
 func (r Record) Encode() ([]byte, error) {
 	r.Format = RecordFormat
 	if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger != "" }) {
 		r.Format = RecordFormatManual
 	}
+	if r.Format == RecordFormat && r.Job == "" && r.History == nil && r.Notify == nil {
+		if b, ok := r.appendPlain(make([]byte, 0, 64+64*len(r.InFlight))); ok {
+			return b, nil
+		}
+	}
 	return json.Marshal(r)
+}
+
+// appendPlain appends the JSON of a record as owners write almost all of
+// them (no history, job name, manual flight or notification state),
+// field by field in Record's order with its omitempty and omitzero rules:
+// json.Marshal's reflection over it was a tenth of a replica's CPU once
+// records grew behind a backlog at 10,000 fires a second. Not ok when a
+// time is one JSON cannot hold; json.Marshal then says why.
+func (r Record) appendPlain(b []byte) (_ []byte, ok bool) {
+	b = strconv.AppendInt(append(b, `{"format":`...), int64(r.Format), 10)
+	b = strconv.AppendInt(append(b, `,"token":`...), r.Token, 10)
+	if !r.LastClaimed.IsZero() {
+		if b, ok = appendTime(append(b, `,"last_claimed":`...), r.LastClaimed); !ok {
+			return nil, false
+		}
+	}
+	if len(r.InFlight) > 0 {
+		b = append(b, `,"in_flight":[`...)
+		for i, f := range r.InFlight {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendTime(append(b, `{"tick":`...), f.Tick); !ok {
+				return nil, false
+			}
+			b = strconv.AppendInt(append(b, `,"token":`...), f.Token, 10)
+			if f.Rerun {
+				b = append(b, `,"rerun":true`...)
+			}
+			if !f.Nominal.IsZero() {
+				if b, ok = appendTime(append(b, `,"nominal":`...), f.Nominal); !ok {
+					return nil, false
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.Skipped != 0 {
+		b = strconv.AppendInt(append(b, `,"skipped":`...), r.Skipped, 10)
+	}
+	return append(b, '}'), true
+}
+
+// appendTime appends t as time.Time's MarshalJSON writes it (quoted RFC
+// 3339 with the sub-second digits it has); not ok where that fails.
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	b, err := t.AppendText(append(b, '"'))
+	if err != nil {
+		return nil, false
+	}
+	return append(b, '"'), true
 }
 
 // recState is what an owner keeps of a job's record between writes: what
