@@ -306,7 +306,10 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 		}
 		o := op{kind: opComplete, tickRef: tickAt(r.tick), note: outcomeNote(rec, r.tick, status, d.res.Detail, d.attempts)}
 		if o.note != nil {
-			o.note.entry = &e // history names the notification it decides
+			// History names the notification it decides. A copy of its
+			// own, so e stays on the stack for every run that decides none.
+			o.note.entry = new(Entry)
+			*o.note.entry = e
 		} else {
 			s.addHistory(rec, e)
 		}
