@@ -83,7 +83,7 @@ func (s *Scheduler) startNote(rec *jobRec, n Note) {
 		Tick: rec.tickOf(n.Tick), Kind: n.Kind,
 		Status: n.Status, Detail: n.Detail, Attempts: n.Attempts, Failures: n.Failures,
 		Shard: sh.g.Shard, Token: sh.g.Token, Rerun: n.Token != sh.g.Token,
-		Deadline: newRunDeadline(sh.g),
+		Deadline: sh.runDL,
 	}
 	s.workers.Go(func() {
 		d := noteDone{rec: rec, note: n, result: NoteDropped}

@@ -20,6 +20,8 @@ const (
 // ownedShard is one generation of this node's ownership of a shard.
 type ownedShard struct {
 	g Grant
+	// runDL is the Deadline every run of the shard carries (newRunDeadline).
+	runDL Deadline
 	// ctx is a child of g.Lost: every run of the shard runs under it, so a
 	// loss cancels the runs (with its cause) even before Run hears of it.
 	ctx       context.Context
@@ -177,7 +179,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 	}
 	ctx, cancel := context.WithCancelCause(g.Lost)
 	sh := &ownedShard{
-		g: g, ctx: ctx, cancel: cancel, state: firing,
+		g: g, runDL: newRunDeadline(g), ctx: ctx, cancel: cancel, state: firing,
 		orphans: make(map[string]Stored),
 		idle:    make(chan struct{}),
 	}

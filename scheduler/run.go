@@ -75,7 +75,7 @@ func (s *Scheduler) startRun(rec *jobRec, t tickRef, now time.Time) {
 		Token:    rec.sh.g.Token,
 		Rerun:    rerun,
 		Trigger:  r.man.ID(),
-		Deadline: newRunDeadline(rec.sh.g),
+		Deadline: rec.sh.runDL,
 	}
 	s.unstarted = append(s.unstarted, unstartedRun{r: r})
 }
@@ -136,25 +136,29 @@ func (rec *jobRec) catchingUp() bool {
 // way (replace, timeout, drain) would otherwise keep its grace after a loss;
 // with this the runner, which re-reads the deadline continually, kills it
 // at once.
-type runDeadline struct{ g Grant }
-
-func (d runDeadline) Remaining() time.Duration {
-	if d.g.Lost.Err() != nil {
-		return 0
-	}
-	return d.g.Deadline.Remaining()
+type runDeadline struct {
+	lost context.Context // Grant.Lost
+	dl   Deadline        // Grant.Deadline
 }
 
-// newRunDeadline is the Deadline of a run of g's shard.
-func newRunDeadline(g Grant) Deadline { return runDeadline{g} }
+func (d runDeadline) Remaining() time.Duration {
+	if d.lost.Err() != nil {
+		return 0
+	}
+	return d.dl.Remaining()
+}
+
+// newRunDeadline is the Deadline of every run of g's shard: made once per
+// grant (ownedShard.runDL), not boxed again, Grant and all, for each run.
+func newRunDeadline(g Grant) Deadline { return runDeadline{lost: g.Lost, dl: g.Deadline} }
 
 // Deadline passes the session's instant through unchanged, so the exec
 // supervisor gets exactly it; zero once the shard is lost.
 func (d runDeadline) Deadline() time.Duration {
-	if d.g.Lost.Err() != nil {
+	if d.lost.Err() != nil {
 		return 0
 	}
-	return d.g.Deadline.Deadline()
+	return d.dl.Deadline()
 }
 
 // execute runs one tick and reports to Run. It checks again right before
