@@ -118,18 +118,26 @@ func DecodeRecord(b []byte) (Record, error) {
 	return r, nil
 }
 
-// Encode returns the record's stored form, encoding/json's byte for byte.
+// Encode returns the record's stored form: json.Marshal of r.formatted(),
+// byte for byte.
 func (r Record) Encode() ([]byte, error) {
-	r.Format = RecordFormat
-	if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger != "" }) {
-		r.Format = RecordFormatManual
-	}
+	r = r.formatted()
 	if r.Format == RecordFormat && r.Job == "" && r.History == nil && r.Notify == nil {
 		if b, ok := r.appendPlain(make([]byte, 0, 64+64*len(r.InFlight))); ok {
 			return b, nil
 		}
 	}
 	return json.Marshal(r)
+}
+
+// formatted is r with the format it is written in: RecordFormatManual
+// while a manual tick is in flight, RecordFormat otherwise.
+func (r Record) formatted() Record {
+	r.Format = RecordFormat
+	if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Trigger != "" }) {
+		r.Format = RecordFormatManual
+	}
+	return r
 }
 
 // appendPlain appends the JSON of a record as owners write almost all of

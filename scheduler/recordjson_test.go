@@ -11,15 +11,7 @@ import (
 // jsonEncode is what Encode wrote before it appended records by hand: the
 // reference its output must equal byte for byte (older replicas, the CLI
 // and the dashboard read records with encoding/json).
-func jsonEncode(r Record) ([]byte, error) {
-	r.Format = RecordFormat
-	for _, f := range r.InFlight {
-		if f.Trigger != "" {
-			r.Format = RecordFormatManual
-		}
-	}
-	return json.Marshal(r)
-}
+func jsonEncode(r Record) ([]byte, error) { return json.Marshal(r.formatted()) }
 
 // randomRecord is a record of any shape Encode may meet: zero and set
 // times in several zones and precisions (and a year JSON cannot hold),
