@@ -65,6 +65,9 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 		if o.kind != opClaim || !o.ahead {
 			return time.Time{}, false
 		}
+		if x := a.ahead.at(o.tick); x != nil && x.due {
+			return time.Time{}, false // its tick reached the front and waits for it
+		}
 		if first.IsZero() || o.tick.Before(first) {
 			first = o.tick
 		}
@@ -73,7 +76,43 @@ func (s *Scheduler) waitForRun(rec *jobRec, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	// Time enough for a commit as slow as the slowest recent one, twice
-	// over, and never less than 250 ms (the horizon allows four times).
-	latest := first.Add(-max(2*s.slowCommit, 250*time.Millisecond))
-	return latest, now.Before(latest)
+	// over, and never less than 250 ms (the horizon allows four times),
+	// before the tick can start: not before the ticks ahead of it in line.
+	// A wait shorter than minCompanyWait is not worth a wake-up of the loop:
+	// while the line's front waits for a slot, latest recedes with the
+	// clock, and each wake-up would find it as near as the last.
+	latest := first.Add(s.lineLag(now) - max(2*s.slowCommit, 250*time.Millisecond))
+	return latest, latest.Sub(now) >= minCompanyWait
+}
+
+// minCompanyWait is the shortest wait of a claim ahead for company
+// (waitForRun): one nearer its latest moment goes with the next flush.
+const minCompanyWait = 50 * time.Millisecond
+
+// claimQueued reports whether the claim of tick waits in rec's queue, not
+// yet in a write.
+func (rec *jobRec) claimQueued(tick time.Time) bool {
+	for _, o := range rec.going().queued {
+		if o.kind == opClaim && o.tick.Equal(tick) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineLag is how late the front of the line of due ticks is at now (zero
+// when no due tick waits): while ticks wait for run slots, a tick claimed
+// ahead starts that much after it comes due at the earliest, since the
+// line goes in tick order, so its claim may wait that much longer for the
+// completion of its job's run to share a write. Without it a node behind
+// by more than a period sent each claim ahead alone before its tick and
+// each completion alone after: two writes a fire where a node keeping up
+// makes one, which kept it behind. Should the line drain sooner than that,
+// the tick waits at the front for its claim, which then goes at once
+// (gates, aheadTick.due): late by a commit, not lost.
+func (s *Scheduler) lineLag(now time.Time) time.Duration {
+	if len(s.waiting) == 0 || s.waiting[0].tick.After(now) {
+		return 0
+	}
+	return now.Sub(s.waiting[0].tick)
 }

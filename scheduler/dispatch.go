@@ -242,7 +242,12 @@ func (s *Scheduler) gates(w *waitTick, now time.Time) (tryResult, bool) {
 	}
 	if w.from == claimedAhead {
 		if a := rec.going().ahead.at(w.tick); a != nil && !a.landed {
-			a.due = true // its claim is not back yet: it waits (late, not lost)
+			// Its claim is not back yet: it waits (late, not lost), and the
+			// claim goes now if it was waiting for company (waitForRun).
+			a.due = true
+			if rec.claimQueued(w.tick) {
+				s.markDirty(rec, true)
+			}
 			return decided, true
 		}
 	}

@@ -132,3 +132,96 @@ func TestDueClaimHoldsNoRunSlot(t *testing.T) {
 		}
 	})
 }
+
+// A node behind (its runs end after their jobs' next ticks come due, so
+// due ticks wait in line for more than a period) still writes about once a
+// fire: a job's claim ahead waits for its previous tick's completion while
+// that tick, earlier in line, has not run. Before, a claim ahead waited for
+// company only until 250 ms before its tick, so behind by more than that
+// each fire cost a claim alone and a completion alone (1.42 writes a fire
+// here), and each fire of a node behind was dearer than one of a node
+// keeping up, which kept it behind.
+func TestBehindOneWritePerFire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(500 * time.Millisecond))
+		var jobs []config.Job
+		for i := range 8 {
+			jobs = append(jobs, jobIn(2, fmt.Sprintf("j%d", i), "* * * * * *"))
+		}
+		// 2 slots and 300 ms runs: 6.7 runs a second for 8 due, so the
+		// line grows by more than a second's ticks every few seconds.
+		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 2 }, jobs...)
+		defer h.stop()
+		h.runner.behave = work(300 * time.Millisecond)
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		writes := func() int {
+			h.store.mu.Lock()
+			defer h.store.mu.Unlock()
+			return h.store.writes
+		}
+		sleepUntil(t0.Add(10 * time.Second))
+		synctest.Wait()
+		w0, r0 := writes(), len(h.runner.all())
+		sleepUntil(t0.Add(30 * time.Second))
+		synctest.Wait()
+		w, r := writes()-w0, len(h.runner.all())-r0
+		if r < 120 {
+			t.Fatalf("%d runs in 20 s, want about 133", r)
+		}
+		if late := h.runner.all()[len(h.runner.all())-1]; time.Since(late.Tick) < 2*time.Second {
+			t.Fatalf("the last run's tick is %v old: the node is not behind", time.Since(late.Tick))
+		}
+		if perFire := float64(w) / float64(r); perFire > 1.25 {
+			t.Errorf("%d writes for %d runs (%.2f a fire) behind, want about one a fire", w, r, perFire)
+		}
+	})
+}
+
+// A claim ahead that waited for company while the line was late goes at
+// once when its tick reaches the front of the line sooner: the tick is late
+// by one commit, not by the wait for company, and runs once.
+func TestClaimWaitingForCompanyGoesWhenItsTickIsAtTheFront(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-1500 * time.Millisecond))
+		hog, j := jobIn(2, "a", "0 * * * * *"), jobIn(2, "b", "* * * * * *")
+		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 1 }, hog, j)
+		defer h.stop()
+		const commit = 50 * time.Millisecond
+		h.store.latency = commit
+		// a's tick at t0 goes first (name order) and holds the only slot
+		// for 3.6 s: b's ticks t0 .. t0+3s wait in line behind it, and the
+		// claims of t0+1s .. wait for the run of t0 to share its write.
+		h.runner.behave = func(ctx context.Context, r Run) Result {
+			if r.Job.Name == hog.Name {
+				return work(3600*time.Millisecond)(ctx, r)
+			}
+			return Result{Status: StatusSucceeded}
+		}
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(t0.Add(6 * time.Second))
+		synctest.Wait()
+		hogRuns := h.runner.of(hog.Name)
+		if len(hogRuns) != 1 {
+			t.Fatalf("a ran %d times, want once", len(hogRuns))
+		}
+		free := hogRuns[0].end
+		seen := map[time.Time]int{}
+		for _, r := range h.runner.of(j.Name) {
+			seen[r.Tick]++
+			if r.Tick.Equal(t0.Add(time.Second)) {
+				// t0 ran at free; t0+1s then waited at the front for its
+				// claim: one commit, not a completion's wait and a commit.
+				if late := r.start.Sub(free); late > commit+completeDelay/2 {
+					t.Errorf("b's tick t0+1s started %v after the slot was free, want within %v", late, commit+completeDelay/2)
+				}
+			}
+		}
+		for k := range 6 {
+			if tick := t0.Add(time.Duration(k) * time.Second); seen[tick] != 1 {
+				t.Errorf("b's tick t0+%ds ran %d times, want once", k, seen[tick])
+			}
+		}
+	})
+}
