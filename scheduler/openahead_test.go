@@ -63,6 +63,22 @@ func (h *harness) lastClaimed(shard int, job string) time.Time {
 	return r.LastClaimed
 }
 
+// writes is the number of record writes the store has taken.
+func (h *harness) writes() int {
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	return h.store.writes
+}
+
+// perSecondJobs returns n per-second jobs in shard, j0 .. j<n-1>.
+func perSecondJobs(shard, n int) []config.Job {
+	jobs := make([]config.Job, n)
+	for i := range jobs {
+		jobs[i] = jobIn(shard, fmt.Sprintf("j%d", i), "* * * * * *")
+	}
+	return jobs
+}
+
 // With commits slow enough to raise the claim horizon past a per-second
 // job's period, its claims still share a write with the completion of the
 // tick before: about one write per fire, not two.
@@ -75,17 +91,12 @@ func TestSlowCommitsOneWritePerFire(t *testing.T) {
 		h.store.latency = 300 * time.Millisecond // the horizon becomes 1.2 s
 		g, _ := h.grant(1, 9, nil)
 		h.s.Acquired(g)
-		writes := func() int {
-			h.store.mu.Lock()
-			defer h.store.mu.Unlock()
-			return h.store.writes
-		}
 		sleepUntil(t0.Add(1500 * time.Millisecond))
 		synctest.Wait()
-		w0 := writes()
+		w0 := h.writes()
 		sleepUntil(t0.Add(11500 * time.Millisecond))
 		synctest.Wait()
-		if n := writes() - w0; n > 12 {
+		if n := h.writes() - w0; n > 12 {
 			t.Errorf("%d writes for the 10 fires of t0+2s .. t0+11s, want about one a fire", n)
 		}
 		if n := len(h.runner.of(j.Name)); n < 12 {
@@ -103,10 +114,7 @@ func TestSlowCommitsOneWritePerFire(t *testing.T) {
 func TestDueClaimHoldsNoRunSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0.Add(500 * time.Millisecond))
-		var jobs []config.Job
-		for i := range 8 {
-			jobs = append(jobs, jobIn(2, fmt.Sprintf("j%d", i), "* * * * * *"))
-		}
+		jobs := perSecondJobs(2, 8)
 		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 2 }, jobs...)
 		defer h.stop()
 		h.store.latency = 300 * time.Millisecond
@@ -144,10 +152,7 @@ func TestDueClaimHoldsNoRunSlot(t *testing.T) {
 func TestBehindOneWritePerFire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0.Add(500 * time.Millisecond))
-		var jobs []config.Job
-		for i := range 8 {
-			jobs = append(jobs, jobIn(2, fmt.Sprintf("j%d", i), "* * * * * *"))
-		}
+		jobs := perSecondJobs(2, 8)
 		// 2 slots and 300 ms runs: 6.7 runs a second for 8 due, so the
 		// line grows by more than a second's ticks every few seconds.
 		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 2 }, jobs...)
@@ -155,17 +160,12 @@ func TestBehindOneWritePerFire(t *testing.T) {
 		h.runner.behave = work(300 * time.Millisecond)
 		g, _ := h.grant(2, 9, nil)
 		h.s.Acquired(g)
-		writes := func() int {
-			h.store.mu.Lock()
-			defer h.store.mu.Unlock()
-			return h.store.writes
-		}
 		sleepUntil(t0.Add(10 * time.Second))
 		synctest.Wait()
-		w0, r0 := writes(), len(h.runner.all())
+		w0, r0 := h.writes(), len(h.runner.all())
 		sleepUntil(t0.Add(30 * time.Second))
 		synctest.Wait()
-		w, r := writes()-w0, len(h.runner.all())-r0
+		w, r := h.writes()-w0, len(h.runner.all())-r0
 		if r < 120 {
 			t.Fatalf("%d runs in 20 s, want about 133", r)
 		}
