@@ -40,7 +40,7 @@ const crashBound = 150 * time.Millisecond
 // to burstCompleteDelay, never longer than leaves twice the slowest
 // recent commit inside crashBound.
 func (s *Scheduler) completeWithin(now time.Time) time.Duration {
-	if len(s.waiting) == 0 || s.waiting[0].tick.After(now) {
+	if !s.lineWaiting(now) {
 		return completeDelay
 	}
 	return max(completeDelay, min(burstCompleteDelay, crashBound-2*s.slowCommit))
@@ -111,7 +111,7 @@ func (rec *jobRec) claimQueued(tick time.Time) bool {
 // the tick waits at the front for its claim, which then goes at once
 // (gates, aheadTick.due): late by a commit, not lost.
 func (s *Scheduler) lineLag(now time.Time) time.Duration {
-	if len(s.waiting) == 0 || s.waiting[0].tick.After(now) {
+	if !s.lineWaiting(now) {
 		return 0
 	}
 	return now.Sub(s.waiting[0].tick)
