@@ -31,9 +31,9 @@
 //     claim ahead waits for its job's run (going, or of an earlier tick
 //     claimed ahead) so that both share one write (waitForRun), until
 //     shortly before its tick can start (lineLag: later while the line
-//     of due ticks is late); a tick
-//     left unclaimed behind an undecided one is claimed ahead once that
-//     one is decided before it comes due (claimOpenAhead).
+//     of due ticks is late); a tick left unclaimed behind an undecided
+//     one is claimed ahead once that one is decided before it comes due
+//     (claimOpenAhead).
 //   - A run starts only from a landed claim, and only while a run slot is
 //     free (Config.MaxConcurrentRuns, node-wide). A tick waiting for a slot
 //     is late, not lost, until its starting deadline. Waiting ticks sit in a
