@@ -15,8 +15,8 @@ const HashVersion = "consistent-v1.0.0+xxhash64"
 // Defaults of Params.
 const (
 	DefaultShards            = 1024
-	DefaultLoadFactor        = 1.25
-	DefaultReplicationFactor = 20
+	DefaultLoadFactor        = 1.1
+	DefaultReplicationFactor = 200
 )
 
 // MaxReplicationFactor bounds the ring's virtual nodes per member, which
@@ -36,11 +36,15 @@ type Params struct {
 	Shards int
 	// LoadFactor bounds each member's load at ceil(S/N × LoadFactor). It
 	// must be at least 1 (the library panics below). Larger values move
-	// fewer shards on a join but balance less. Default 1.25 (moves at most
-	// about 1.26× the ideal S/N at S = 1,024).
+	// fewer shards on a join but balance less. Default 1.1.
 	LoadFactor float64
 	// ReplicationFactor is the number of virtual nodes per member on the
-	// ring: 1 to MaxReplicationFactor. Default 20.
+	// ring: 1 to MaxReplicationFactor. More points make the ring finer, so
+	// members' loads sit nearer the average before the bound acts and a
+	// join moves nearer the ideal S/N; the ring's construction costs more.
+	// Default 200 (with load factor 1.1 and S = 1,024: the busiest member
+	// holds at most 1.10× the average, a join moves about 1.03× the ideal
+	// at the median; docs/design.md, "Two-level mapping").
 	ReplicationFactor int
 	// HashVersion must equal the package's HashVersion; a cluster created
 	// with another placement cannot be served by this build.
