@@ -3,6 +3,8 @@ package rebalance
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/buraksezer/consistent"
 	"github.com/cespare/xxhash/v2"
@@ -35,6 +37,39 @@ func Assign(members []string, p Params) (Assignment, error) {
 		return Assignment{}, err
 	}
 	ms := Normalize(members)
+	key := strings.Join(ms, "\x00")
+	last.Lock()
+	if last.ok && last.params == p && last.key == key {
+		a := last.a
+		last.Unlock()
+		return a, nil
+	}
+	last.Unlock()
+	a, err := assign(ms, p)
+	if err == nil {
+		last.Lock()
+		last.ok, last.params, last.key, last.a = true, p, key, a
+		last.Unlock()
+	}
+	return a, err
+}
+
+// last is the assignment Assign computed most recently. A cluster asks for
+// the same member set over and over (every status read, every resync) and
+// the ring's construction grows with members × replication factor: at a
+// hundred members one costs tens of milliseconds (BENCHMARKS.md,
+// "Ownership"). An Assignment is immutable, so handing out the same one is
+// safe.
+var last struct {
+	sync.Mutex
+	ok     bool
+	params Params
+	key    string // the normalized members, NUL-separated
+	a      Assignment
+}
+
+// assign computes the assignment for ms, sorted and deduplicated.
+func assign(ms []string, p Params) (Assignment, error) {
 	a := Assignment{
 		params:  p,
 		members: ms,

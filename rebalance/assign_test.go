@@ -154,9 +154,9 @@ func TestAssignProperties(t *testing.T) {
 	})
 }
 
-// A join moves at most 1.3× the ideal S/N at S = 1,024, for N = 1..12
-// (docs/design.md measured 1.26× at load 1.25). Also logs the churn between
-// members that both stay.
+// A join moves at most 1.3× the ideal S/N at S = 1,024, for N = 1..12,
+// with one naming (TestDefaultsSpreadEvenly measures many). Also logs the
+// churn between members that both stay.
 func TestJoinMovesNearIdeal(t *testing.T) {
 	const S = 1024
 	p := Default(S)
@@ -198,17 +198,52 @@ func TestLeaveMoves(t *testing.T) {
 	}
 }
 
+// BenchmarkAssign measures computing an assignment (what a membership
+// change costs each replica); "again" asks for the same member set, which
+// Assign answers from its last result.
 func BenchmarkAssign(b *testing.B) {
 	for _, n := range []int{3, 12, 100} {
 		b.Run(fmt.Sprintf("S=1024/N=%d", n), func(b *testing.B) {
 			ms := names(n)
 			p := Default(1024)
 			for b.Loop() {
-				if _, err := Assign(ms, p); err != nil {
+				if _, err := assign(ms, p); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+	b.Run("S=1024/N=100/again", func(b *testing.B) {
+		ms, p := names(100), Default(1024)
+		for b.Loop() {
+			if _, err := Assign(ms, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// Assign answers a member set it computed last from memory, in any order,
+// and computes any other.
+func TestAssignRemembersTheLast(t *testing.T) {
+	p := Default(64)
+	a, err := Assign([]string{"b", "a", "c"}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Assign([]string{"c", "b", "a", "a"}, p)
+	if again.owner == nil || &again.owner[0] != &a.owner[0] {
+		t.Error("the same member set was computed again")
+	}
+	other, _ := Assign([]string{"a", "b"}, p)
+	if slices.Equal(other.Members(), a.Members()) || other.Owner(0) == "c" {
+		t.Errorf("another member set answered with the last: members %v", other.Members())
+	}
+	q := p
+	q.ReplicationFactor++
+	differentRing, _ := Assign([]string{"a", "b"}, q)
+	if &differentRing.owner[0] == &other.owner[0] {
+		t.Error("other parameters answered with the last assignment")
 	}
 }
 
