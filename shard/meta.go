@@ -150,11 +150,18 @@ func EnsureMeta(ctx context.Context, cli *clientv3.Client, ks keyspace.Space, wa
 		// Written once by the CAS above and never again (metaguard.go).
 		return Meta{}, fmt.Errorf("%w: cluster meta %s was rewritten after its creation (etcd version %d): following it could split the job-to-shard mapping with replicas started before; delete the key and a running replica re-creates it as it was (or, with no replica running, the next one creates a new one)", ErrFormat, key, v)
 	}
-	if !got.sameRing(want) {
+	switch {
+	case got.Shards != want.Shards:
 		log.Warn("cluster meta differs from this replica's settings; following meta",
 			"shards", got.Shards, "wanted_shards", want.Shards,
 			"load_factor", got.LoadFactor, "wanted_load_factor", want.LoadFactor,
 			"replication_factor", got.ReplicationFactor, "wanted_replication_factor", want.ReplicationFactor,
+			"hash_version", got.HashVersion, "epoch", got.Epoch)
+	case !got.sameRing(want):
+		// No setting chooses the ring's parameters: a cluster created by an
+		// earlier release keeps that release's defaults, as it must.
+		log.Info("cluster meta keeps the ring it was created with; following meta",
+			"load_factor", got.LoadFactor, "replication_factor", got.ReplicationFactor,
 			"hash_version", got.HashVersion, "epoch", got.Epoch)
 	}
 	return got, nil

@@ -1,8 +1,11 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +52,33 @@ func TestEnsureMeta(t *testing.T) {
 	// A bad wish is refused before anything is written.
 	if _, err := EnsureMeta(ctx, cli, keyspace.New("other"), DefaultMeta(0), nil); !errors.Is(err, ErrFormat) {
 		t.Fatalf("want S=0: %v", err)
+	}
+}
+
+// A cluster created by a release with other default ring parameters keeps
+// them: a replica of this release follows its meta, and says so at info,
+// since no setting of the replica's asked for anything else.
+func TestEnsureMetaKeepsAnEarlierReleasesRing(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	ks := keyspace.New("earlier")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored := `{"format":1,"shards":1024,"load_factor":1.25,"replication_factor":20,"hash_version":"consistent-v1.0.0+xxhash64","epoch":"e1"}`
+	if _, err := cli.Put(ctx, ks.Meta(), stored); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	got, err := EnsureMeta(ctx, cli, ks, DefaultMeta(1024), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LoadFactor != 1.25 || got.ReplicationFactor != 20 || got.Epoch != "e1" {
+		t.Fatalf("followed %+v, want the stored ring", got)
+	}
+	if out := logged.String(); !strings.Contains(out, "level=INFO") || !strings.Contains(out, "keeps the ring it was created with") {
+		t.Errorf("logged %q, want one info line that the cluster keeps its ring", out)
 	}
 }
 
