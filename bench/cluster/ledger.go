@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -154,6 +156,27 @@ func (l *ledger) receivedBetween(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// busiestShare is the busiest node's part of the ticks in [from, to) that
+// arrived (first accepted receipts), against an even split over replicas.
+// A second's burst ends when that node's part of it does, so this says how
+// much of a lag is the ring's hand (shardcron) or the split (the floor); a
+// leader, one node doing everything, gives replicas. 0 with nothing
+// received.
+func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
+	byNode := map[string]int{}
+	total := 0
+	for _, f := range l.books.Since(from) {
+		if f.Accepted && !f.Dup && !f.Tick.Before(from) && f.Tick.Before(to) {
+			byNode[f.Node]++
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(slices.Max(slices.Collect(maps.Values(byNode)))) * float64(replicas) / float64(total)
 }
 
 // completions counts slow runs completed in [from, to).

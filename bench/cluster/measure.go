@@ -71,6 +71,9 @@ type rateResult struct {
 	CPUNodes1k   float64 `json:"cpu_s_per_1k_fires_replicas"`
 	CPUEtcd1k    float64 `json:"cpu_s_per_1k_fires_etcd"`
 	WindowSecond int     `json:"window_s"`
+	// BusiestShare is the busiest node's part of the window's ticks against
+	// an even split (ledger.busiestShare): 1 is even.
+	BusiestShare float64 `json:"busiest_share"`
 	// MissedAt: missed ticks by second from the window's start.
 	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
 	// WorstSeconds: the five seconds of the window with the highest lag.
@@ -137,6 +140,7 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 		Expected: w.Expected, Fires: w.Received, Missed: w.Missed, Duplicates: w.Duplicates, Stale: w.Stale,
 		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt, WorstSeconds: worstSeconds(w.SecondMax, 5),
 	}
+	r.BusiestShare = led.busiestShare(from, to, c.Replicas)
 	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
 	if n := float64(r.Delivered); n > 0 {
 		r.PutBytes = (s1.putBytes - s0.putBytes) / n

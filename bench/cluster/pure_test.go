@@ -80,6 +80,30 @@ func TestLedgerFencingMissedAndDuplicates(t *testing.T) {
 	}
 }
 
+// The busiest node's share counts first accepted receipts of the window's
+// ticks by node, against an even split: a repeat, a stale token or a tick
+// outside the window is not work the node was given.
+func TestBusiestShare(t *testing.T) {
+	l := newLedger()
+	t0 := time.Unix(1_000_000, 0)
+	rec := func(job, node string, tick time.Time, token int64) {
+		l.record(fire{Job: job, Tick: tick, Shard: 1, Token: token, Node: node, At: t0.Add(time.Second)})
+	}
+	rec("a", "n1", t0, 2)
+	rec("b", "n1", t0, 2)
+	rec("c", "n2", t0, 2)
+	rec("d", "n3", t0, 2)
+	rec("a", "n1", t0, 2)                  // a repeat
+	rec("e", "n1", t0, 1)                  // a stale token
+	rec("f", "n1", t0.Add(time.Minute), 2) // outside the window
+	if got := l.busiestShare(t0, t0.Add(time.Second), 3); got != 1.5 {
+		t.Errorf("busiest share = %v, want 1.5 (2 of 4 ticks, 3 nodes)", got)
+	}
+	if got := l.busiestShare(t0.Add(time.Hour), t0.Add(2*time.Hour), 3); got != 0 {
+		t.Errorf("busiest share of an empty window = %v, want 0", got)
+	}
+}
+
 const etcdMetrics = `# HELP etcd_debugging_mvcc_total_put_size_in_bytes The total size of put kv pairs seen by this member.
 # TYPE etcd_debugging_mvcc_total_put_size_in_bytes gauge
 etcd_debugging_mvcc_total_put_size_in_bytes 1.234567e+06

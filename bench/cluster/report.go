@@ -155,15 +155,15 @@ func report(w io.Writer, res results, cfg config) {
 	if len(res.Rate) > 0 {
 		fmt.Fprintln(w, "\n## Fire lag and cost, jobs every second (lag = receipt at the sink − tick)")
 		fmt.Fprintln(w, "(a tick not received by the end of the window + drain counts in the lag at its lower bound, marked ≥)")
-		fmt.Fprintln(tw, "fires/s\tsystem\treplicas\tlag p50 ms\tp99 ms\tmax ms\tfires\tmissed\tdup\tstale\tetcd B put/fire\tetcd txn/fire\tWAL B/fire\tCPU s/1k fires replicas\tetcd\t")
+		fmt.Fprintln(tw, "fires/s\tsystem\treplicas\tlag p50 ms\tp99 ms\tmax ms\tfires\tmissed\tdup\tstale\tbusiest\tetcd B put/fire\tetcd txn/fire\tWAL B/fire\tCPU s/1k fires replicas\tetcd\t")
 		for _, r := range res.Rate {
 			ge := ""
 			if r.Missed > 0 {
 				ge = "≥"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.3f\t%.0f\t%.3f\t%.3f\t\n",
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s%.0f\t%s%.0f\t%d\t%d\t%d\t%d\t%.2f\t%.0f\t%.3f\t%.0f\t%.3f\t%.3f\t\n",
 				r.FiresPerSec, r.System, r.Replicas, r.Lag.P50, ge, r.Lag.P99, ge, r.Lag.Max, r.Fires, r.Missed, r.Duplicates, r.Stale,
-				r.PutBytes, r.TxnRPCs, r.WALBytes, r.CPUNodes1k, r.CPUEtcd1k)
+				r.BusiestShare, r.PutBytes, r.TxnRPCs, r.WALBytes, r.CPUNodes1k, r.CPUEtcd1k)
 		}
 		tw.Flush()
 	}
