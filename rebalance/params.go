@@ -43,7 +43,7 @@ type Params struct {
 	// members' loads sit nearer the average before the bound acts and a
 	// join moves nearer the ideal S/N; the ring's construction costs more.
 	// Default 200 (with load factor 1.1 and S = 1,024: the busiest member
-	// holds at most 1.10× the average, a join moves about 1.03× the ideal
+	// holds at most 1.11× the average, a join moves about 1.03× the ideal
 	// at the median; docs/design.md, "Two-level mapping").
 	ReplicationFactor int
 	// HashVersion must equal the package's HashVersion; a cluster created
