@@ -1,5 +1,8 @@
 // Package rebalance computes the desired owner of every shard from the list
-// of live members. It is pure: no I/O, no clock, no goroutines.
+// of live members. It is pure: no I/O, no clock, no goroutines. Assign
+// remembers the last assignment it computed and answers the same inputs
+// from it: building a fine ring costs tens of milliseconds at a hundred
+// members.
 //
 // The mapping is consistent hashing with bounded loads
 // (github.com/buraksezer/consistent v1.0.0, hasher
