@@ -54,6 +54,7 @@ type config struct {
 	scaleJobs, scaleSlots            int
 	scaleWindow                      time.Duration
 	faultJobs                        int
+	shapeRounds, shapeTxns           int
 	logLevel                         string
 	jsonOut, svgOut                  string
 	keepLogs                         bool
@@ -68,7 +69,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.etcdBin, "etcd", "bin/etcd", "etcd binary")
 	flag.StringVar(&c.leaderBin, "leader", "bin/shardcron-leader", "single-leader peer binary (bench/leader)")
 	flag.StringVar(&c.floorBin, "floor", "bin/shardcron-floor", "floor system binary (bench/floor)")
-	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults,burst", "scenarios to run: rate, scaleout, faults, burst")
+	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults,burst", "scenarios to run: rate, scaleout, faults, burst; txnshape (etcd's CPU a completion for three transaction shapes) only when named")
 	flag.StringVar(&systems, "systems", "shardcron,leader,floor", "systems in the rate scenario; the faults take shardcron and leader of them, the burst shardcron and floor")
 	flag.StringVar(&rates, "rates", "200,1000,5000,10000", "fires per second (jobs every second) of the rate scenario")
 	flag.IntVar(&c.floorSenders, "floor-senders", 64, "sender goroutines (kept connections) per floor process")
@@ -91,6 +92,8 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.scaleSlots, "scale-slots", 8, "--max-concurrent-runs per replica in the scale-out scenario (each run holds a slot 100 ms)")
 	flag.DurationVar(&c.scaleWindow, "scale-window", 10*time.Second, "measured window of each scale-out cell")
 	flag.IntVar(&c.faultJobs, "fault-jobs", 200, "jobs (every second) in the fault scenario")
+	flag.IntVar(&c.shapeRounds, "txnshape-rounds", 2, "rounds of the three shapes in the txnshape scenario")
+	flag.IntVar(&c.shapeTxns, "txnshape-txns", 400, "transactions per sender and shape in the txnshape scenario")
 	flag.StringVar(&c.logLevel, "log-level", "info", "shardcron --log-level (info is its default)")
 	flag.StringVar(&c.jsonOut, "json", "bench/cluster-results.json", "where to write the JSON summary (also printed)")
 	flag.StringVar(&c.svgOut, "svg", "bench/cluster.svg", "where to write the plot")
@@ -168,7 +171,7 @@ func (c config) uses(system string) bool {
 	in := slices.Contains(c.systems, system)
 	switch system {
 	case systemShardcron:
-		return in || c.scenarios["scaleout"]
+		return (in && (c.scenarios["rate"] || c.scenarios["faults"] || c.scenarios["burst"])) || c.scenarios["scaleout"]
 	case systemLeader:
 		return in && (c.scenarios["rate"] || c.scenarios["faults"])
 	default:

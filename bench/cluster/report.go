@@ -178,6 +178,9 @@ func report(w io.Writer, res results, cfg config) {
 	if len(res.Burst) > 0 {
 		printBurst(w, tw, res.Burst)
 	}
+	if len(res.Shapes) > 0 {
+		printShapes(w, tw, res.Shapes)
+	}
 	if len(res.Scale) > 0 {
 		fmt.Fprintln(w, "\n## Scale-out, I/O-bound runs (each holds a slot 100 ms)")
 		fmt.Fprintln(tw, "shards\treplicas\toffered/s\tslots each\truns/s\tceiling runs/s\t")

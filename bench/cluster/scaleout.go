@@ -18,6 +18,7 @@ type results struct {
 	Scale     []scaleResult `json:"scaleout"`
 	Faults    []faultResult `json:"faults"`
 	Burst     []burstResult `json:"burst"`
+	Shapes    []shapeResult `json:"txn_shapes,omitempty"`
 	Ratios    []ratio       `json:"ratios"`
 	Targets   []target      `json:"targets"`
 }
@@ -96,6 +97,12 @@ func (b *bench) runAll(ctx context.Context) (results, error) {
 				}
 			}
 		}
+	}
+	if b.cfg.scenarios["txnshape"] && ctx.Err() == nil {
+		progress("transaction shapes")
+		r, err := b.runTxnShapes(ctx)
+		note(err)
+		res.Shapes = r
 	}
 	res.Ratios, res.Targets = evaluate(res)
 	return res, first
