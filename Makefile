@@ -118,8 +118,8 @@ etcd-image:
 
 # The end-to-end suite on Docker (e2e/, build tag e2e): the current image,
 # etcd, the ledger sink, and for the rolling upgrade an image of the last
-# landed main (7fef839; UPGRADING.md says how the two read each other's
-# data).
+# landed main, E2E_OLD_COMMIT (UPGRADING.md says how the two read each
+# other's data).
 E2E_OLD_COMMIT ?= 98b12ea
 E2E_OLD_IMAGE  ?= shardcron:e2e-old-$(E2E_OLD_COMMIT)
 E2E_LEDGER_IMAGE ?= shardcron-e2e-ledger:latest
