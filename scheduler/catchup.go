@@ -29,7 +29,9 @@ type backlog struct {
 // catchUp decides, for a job of a newly owned shard (or a job new to an
 // owned shard), what happens to the ticks that came due while nobody ran
 // them (docs/design.md "Catch-up"):
-//   - ticks in flight under an older token run again: as ordinary runs
+//   - ticks in flight under an older token whose run the completion journal
+//     says ended are taken out of flight, not run;
+//   - the other ticks in flight under an older token run again: as ordinary runs
 //     when the release names them as never started (Released.Handed), as
 //     re-runs otherwise (their first run may have started);
 //   - ticks after rel.StoppedAt (a graceful release) all run;
@@ -52,10 +54,19 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 }
 
 // reclaimInFlight queues the ticks in flight under an older token to run
-// again: a tick not yet due at its own time, the others now.
+// again, a tick not yet due at its own time, the others now; those the
+// journal says ended it takes out of flight instead.
 func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 	for _, f := range rec.committed.InFlight {
 		if f.Token >= rec.sh.g.Token {
+			continue
+		}
+		if rec.journaled(f) {
+			// It ran and ended; only its record write was still to come.
+			rec.queue(op{kind: opFold, tickRef: tickAt(f.Tick), of: f.Token})
+			s.markDirty(rec, false)
+			rec.sh.folded++
+			s.m.folded.Inc()
 			continue
 		}
 		// Only the release can say a tick was never started: nothing is
@@ -307,6 +318,7 @@ func (s *Scheduler) installJobs(now time.Time) {
 				rec = s.newRec(sh, e, st, ok)
 				added = append(added, rec)
 				s.catchUp(rec, now, sh.rel)
+				delete(sh.done, e.name)
 				fresh = append(fresh, rec)
 			case rec.e != e || rec.removed:
 				// A job resumed a moment ago fires the ticks since its

@@ -74,6 +74,10 @@ type Checkpoint struct {
 	Records map[string]Stored
 	// Released is the shard's last graceful release; nil if none.
 	Released *Released
+	// Completed names, by job, the runs of earlier owners of the shard that
+	// the completion journal says ended (scheduler/journal.go), read in the
+	// same revision as Records. Nil names none.
+	Completed map[string][]Completion
 }
 
 // Stored is a record's value and its ModRevision.

@@ -53,7 +53,7 @@ func FuzzDecodeRecord(f *testing.F) {
 
 // FuzzPorts: no value read from etcd or sent by a client crashes an owner.
 // One shard is handed over with a fuzzed record, a fuzzed release marker
-// (handed ticks included) and a burst of fuzzed trigger requests, under a
+// (handed ticks included), journal lines naming some of its flights, and a burst of fuzzed trigger requests, under a
 // job set the fuzzer shapes (schedule, policies); the scheduler then runs
 // for a minute of the fake clock and must stop cleanly.
 func FuzzPorts(f *testing.F) {
@@ -88,6 +88,16 @@ func FuzzPorts(f *testing.F) {
 			at := t0.Add(time.Duration(releasedAt % int64(time.Hour)))
 			rel := &Released{StoppedAt: at, Token: 7, Handed: map[string][]time.Time{j.Name: {at, at.Add(time.Second)}}}
 			g, _ := h.grant(2, 100, rel)
+			// The journal names every other flight of the record as ended,
+			// and a handed tick under the releaser's token.
+			g.Checkpoint.Completed = map[string][]Completion{j.Name: {{Tick: at, Token: 7}}}
+			if r, err := DecodeRecord(record); err == nil {
+				for i, f := range r.InFlight {
+					if i%2 == 0 {
+						g.Checkpoint.Completed[j.Name] = append(g.Checkpoint.Completed[j.Name], Completion{Tick: f.Tick, Token: f.Token})
+					}
+				}
+			}
 			h.s.Acquired(g)
 			for i := range int(triggers) {
 				req := h.request(2, 100, j.Name, fmt.Sprintf("%s-%d", id, i%7), int64(i)*reqAt, t0.Add(time.Duration(reqAt)))

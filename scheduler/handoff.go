@@ -237,6 +237,6 @@ func (rec *jobRec) startedOrDone(t time.Time, pending []op) bool {
 		return true
 	}
 	return slices.ContainsFunc(pending, func(o op) bool {
-		return (o.kind == opComplete || o.kind == opDrop || o.kind == opSkipManual) && o.tick.Equal(t)
+		return (o.kind == opComplete || o.kind == opDrop || o.kind == opSkipManual || o.kind == opFold) && o.tick.Equal(t)
 	})
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	runs          *prometheus.CounterVec // by outcome (a Status other than skipped)
 	skipped       *prometheus.CounterVec // by reason; skips are not runs
 	reruns        prometheus.Counter
+	folded        prometheus.Counter // flights of earlier owners the journal says ended
 	retries       prometheus.Counter     // attempts made again after a failed one
 	claimFailures *prometheus.CounterVec // by kind: lost, stale, unknown, deadline
 	lateness      prometheus.Histogram   // fire lag
@@ -44,6 +45,8 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 			[]string{"reason"}),
 		reruns: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("reruns_total",
 			"Interrupted ticks of an older token run again by this node."))),
+		folded: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("journal_folded_total",
+			"Ticks in flight under an older token that this node did not run again: the completion journal says their run ended."))),
 		retries: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("run_retries_total",
 			"Attempts of a tick made again after a failed attempt (the job's retries)."))),
 		claimFailures: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("write_failures_total",
@@ -98,7 +101,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.retries, m.claimFailures, m.lateness,
+	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.folded, m.retries, m.claimFailures, m.lateness,
 		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact, m.notes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -33,6 +33,12 @@ type ownedShard struct {
 	jobs    []*jobRec
 	orphans map[string]Stored // records of jobs not in the job set
 	rel     *Released         // the release catch-up honours; nil if none
+	// done is what the journal read with the grant says ended, by job:
+	// catch-up takes a job's entry when it decides the job's flights
+	// (orphans' are kept for when their job is added).
+	done map[string][]Completion
+	// folded counts the flights the journal decided at the acquisition.
+	folded int
 	// handed is what this owner's drain names as never started (Released.Handed).
 	handed map[string][]time.Time
 	runs   int // run goroutines not yet reported
@@ -212,6 +218,7 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		rel = nil
 	}
 	sh.rel = rel
+	sh.done = g.Checkpoint.Completed
 	sh.jobs = make([]*jobRec, 0, len(entries))
 	for _, e := range entries { // in name order, as sh.jobs keeps them
 		st, ok := g.Checkpoint.Records[e.name]
@@ -220,11 +227,15 @@ func (s *Scheduler) acquire(g Grant, now time.Time) {
 		// Catch-up is decided before the job's timer is armed; job after
 		// job, so arm finds the gap catch-up stepped into (gapMemo).
 		s.catchUp(rec, now, rel)
+		delete(sh.done, e.name)
 		s.arm(rec, now)
 		s.sendNotes(rec) // what an older owner decided and did not confirm
 		rec.tidy()
 	}
 	sh.g.Checkpoint = Checkpoint{} // decoded into the jobs and orphans: not kept twice
+	if sh.folded > 0 {
+		log.Info("runs of earlier owners ended by the journal: not run again", "runs", sh.folded)
+	}
 	log.Info("shard acquired", "jobs", len(sh.jobs), "records", len(g.Checkpoint.Records))
 }
 

@@ -224,6 +224,7 @@ const (
 	opDrop                         // a claimed tick skipped by policy at its time: out of flight
 	opSkipManual                   // a manual tick skipped or refused: its request consumed, out of flight
 	opNotified                     // a decided notification sent or given up: out of the pending ones
+	opFold                         // a run an earlier owner ended, named in the journal: out of flight
 )
 
 // op is one change to a record; a write carries a list of them, applied in
@@ -240,6 +241,8 @@ type op struct {
 	note *noteOp
 	// name is a claim's Flight.Nominal: its tick when that is not its fire.
 	name time.Time
+	// of is the token of the flight an opFold removes.
+	of int64
 }
 
 // apply returns rec with ops applied by the owner holding token.
@@ -265,6 +268,10 @@ func apply(rec Record, token int64, ops []op) Record {
 		case opComplete:
 			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool {
 				return f.Tick.Equal(o.tick) && f.Token == token
+			})
+		case opFold:
+			rec.InFlight = slices.DeleteFunc(rec.InFlight, func(f Flight) bool {
+				return f.Tick.Equal(o.tick) && f.Token == o.of
 			})
 		case opDrop:
 			// Decided under this owner's fence, whichever owner claimed it:

@@ -112,6 +112,10 @@ func (s *Scheduler) loaded(d loadDone) {
 			if r.Notify.pending(o.tick, o.note.confirm) {
 				requeue = append(requeue, o)
 			}
+		case opFold:
+			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) && f.Token == o.of }) {
+				requeue = append(requeue, o)
+			}
 		case opDrop:
 			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) }) {
 				requeue = append(requeue, o)

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardcron/shardcron/lease"
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // MemberInfo is the value of a member key, own/members/<node>.
@@ -25,6 +26,10 @@ type MemberInfo struct {
 	// Features lists the jobs file's features the member runs
 	// (config.Features); absent from releases before sharded jobs.
 	Features []string `json:"features,omitempty"`
+	// Journal is the newest completion journal format the member reads
+	// (scheduler.JournalFormat); absent (0) from releases that read none.
+	// A replica writes the journal only while every member reads it.
+	Journal int `json:"journal,omitempty"`
 }
 
 // OwnerInfo is the value of a shard lease key, own/shards/<shard>. The
@@ -45,7 +50,7 @@ func encode(v any) string {
 // fails with ErrDuplicateNode: a live replica is using the id.
 func (m *Manager) register(ctx context.Context, sess *lease.Session) (int64, error) {
 	key := m.ks.Member(m.cfg.Node)
-	val := encode(MemberInfo{Node: m.cfg.Node, Address: m.cfg.Address, Started: m.started, Version: m.cfg.Version, Format: 1, JobSetFormat: m.cfg.JobSetFormat, Features: m.cfg.Features})
+	val := encode(MemberInfo{Node: m.cfg.Node, Address: m.cfg.Address, Started: m.started, Version: m.cfg.Version, Format: 1, JobSetFormat: m.cfg.JobSetFormat, Features: m.cfg.Features, Journal: scheduler.JournalFormat})
 	// The old lease expires at most its TTL after its last renewal; allow
 	// an etcd election on top (a leader change extends leases by the
 	// election timeout).

@@ -210,13 +210,21 @@ func (m *Manager) Ready() error {
 // readCheckpoint reads every record of shard s in one ranged Get.
 func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {
 	prefix := m.ks.ShardTicks(s)
-	resp, err := m.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	// One revision for both: a journal line whose record write landed
+	// since would name a flight the records no longer hold, harmlessly,
+	// but a record read before a journal value written after it could
+	// miss a completion that is in neither.
+	resp, err := m.cli.Txn(ctx).Then(
+		clientv3.OpGet(prefix, clientv3.WithPrefix()),
+		clientv3.OpGet(m.ks.Journal(), clientv3.WithPrefix()),
+	).Commit()
 	if err != nil {
 		return scheduler.Checkpoint{}, fmt.Errorf("shard: read checkpoint of shard %d: %w", s, err)
 	}
-	cp := scheduler.Checkpoint{Records: make(map[string]scheduler.Stored, len(resp.Kvs))}
+	records := resp.Responses[0].GetResponseRange().Kvs
+	cp := scheduler.Checkpoint{Records: make(map[string]scheduler.Stored, len(records))}
 	released := m.ks.Released(s)
-	for _, kv := range resp.Kvs {
+	for _, kv := range records {
 		key := string(kv.Key)
 		if key == released {
 			// The acquisition consumed the marker meant for it
@@ -226,5 +234,6 @@ func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoi
 		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
 	}
 	m.checkRecords(s, cp)
+	cp.Completed = m.journaled(s, resp.Responses[1].GetResponseRange().Kvs)
 	return cp, nil
 }

@@ -46,10 +46,12 @@ const (
 	JobSet Kind = "job_set"
 	// History: a run history segment, runs/<shard>/<job>/<segment>.
 	History Kind = "history"
+	// Journal: a value of the completion journal, journal/.
+	Journal Kind = "journal"
 )
 
 // Kinds lists every kind; each has a series from the start, at 0.
-var Kinds = []Kind{Meta, Member, ShardKey, Released, Record, JobSet, History}
+var Kinds = []Kind{Meta, Member, ShardKey, Released, Record, JobSet, History, Journal}
 
 // maxSeen bounds the values remembered as reported.
 const maxSeen = 4096

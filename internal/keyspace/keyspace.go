@@ -92,6 +92,12 @@ func (s Space) Released(shard int) string { return s.ShardTicks(shard) + "_relea
 // Tick is the checkpoint record of job in shard.
 func (s Space) Tick(shard int, job string) string { return s.ShardTicks(shard) + job }
 
+// Journal is the prefix of the completion journal (scheduler/journal.go):
+// values naming runs that ended before their records said so, read with
+// every checkpoint. Outside ticks/, whose every key a checkpoint read takes
+// for a record or a marker.
+func (s Space) Journal() string { return s.root + "journal/" }
+
 // Jobs is the prefix of the versioned job set.
 func (s Space) Jobs() string { return s.root + "jobs/" }
 
