@@ -15,7 +15,7 @@ type metrics struct {
 	runs          *prometheus.CounterVec // by outcome (a Status other than skipped)
 	skipped       *prometheus.CounterVec // by reason; skips are not runs
 	reruns        prometheus.Counter
-	folded        prometheus.Counter // flights of earlier owners the journal says ended
+	folded        prometheus.Counter     // flights of earlier owners the journal says ended
 	retries       prometheus.Counter     // attempts made again after a failed one
 	claimFailures *prometheus.CounterVec // by kind: lost, stale, unknown, deadline
 	lateness      prometheus.Histogram   // fire lag
