@@ -71,6 +71,10 @@ type Config struct {
 	// NotifyTimeout bounds the sending of one notification (default
 	// DefaultNotifyTimeout, 10 s).
 	NotifyTimeout time.Duration
+	// Journal makes a burst's completions durable in one cheap write
+	// ahead of their records (journalwrite.go). Nil: completions go only
+	// to their records, within the crash bound.
+	Journal Journal
 }
 
 // DefaultConfig returns a Config with every default set; Cluster, Node and

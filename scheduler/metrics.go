@@ -27,6 +27,7 @@ type metrics struct {
 	commits       prometheus.Histogram
 	heldNoContact prometheus.Counter     // runs that waited for contact with the store
 	notes         *prometheus.CounterVec // notifications, by kind and result (notify.go)
+	journalWrites *prometheus.CounterVec // completion journal writes, by result
 }
 
 var secondsBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
@@ -45,6 +46,9 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 			[]string{"reason"}),
 		reruns: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("reruns_total",
 			"Interrupted ticks of an older token run again by this node."))),
+		journalWrites: prometheus.NewCounterVec(prometheus.CounterOpts(schedOpts("journal_writes_total",
+			"Completion journal writes, by result (ok, failed): a write carries the completions of a burst's runs ahead of their records; a failed one sends those records at once.")),
+			[]string{"result"}),
 		folded: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("journal_folded_total",
 			"Ticks in flight under an older token that this node did not run again: the completion journal says their run ended."))),
 		retries: prometheus.NewCounter(prometheus.CounterOpts(schedOpts("run_retries_total",
@@ -90,6 +94,9 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 	for _, r := range []string{"misfire", "starting_deadline", "forbid", "replace", "suspended", "backlog_full", "catch_up_capped"} {
 		m.skipped.WithLabelValues(r)
 	}
+	for _, r := range []string{"ok", "failed"} {
+		m.journalWrites.WithLabelValues(r)
+	}
 	for _, k := range []string{"lost", "stale", "unknown", "deadline"} {
 		m.claimFailures.WithLabelValues(k)
 	}
@@ -102,7 +109,7 @@ func newMetrics(reg prometheus.Registerer, slots int) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.skipped, m.reruns, m.folded, m.retries, m.claimFailures, m.lateness,
-		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact, m.notes} {
+		m.duration, m.inFlight, m.slotsUsed, m.slots, m.waiting, m.commits, m.heldNoContact, m.notes, m.journalWrites} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -243,6 +243,9 @@ type op struct {
 	name time.Time
 	// of is the token of the flight an opFold removes.
 	of int64
+	// jseq is the journal write that names an opComplete's run (0: none):
+	// once the completion lands in the record, that value may go.
+	jseq int64
 }
 
 // apply returns rec with ops applied by the owner holding token.

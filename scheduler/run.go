@@ -309,6 +309,15 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 			e.Trigger, e.TriggeredBy = r.man.id, r.man.by
 		}
 		o := op{kind: opComplete, tickRef: tickAt(r.tick), note: outcomeNote(rec, r.tick, status, d.res.Detail, d.attempts)}
+		now := s.now()
+		within := s.completeWithin(now)
+		if o.note == nil {
+			// A decided notification goes with the record (notify.go),
+			// so only a completion without one is journaled.
+			if o.jseq = s.journal(rec, r.tick, now); o.jseq != 0 {
+				within = journalDelay
+			}
+		}
 		if o.note != nil {
 			// History names the notification it decides. A copy of its
 			// own, so e stays on the stack for every run that decides none.
@@ -318,7 +327,7 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 			s.addHistory(rec, e)
 		}
 		rec.queue(o)
-		s.markDirtyWithin(rec, s.completeWithin(s.now()))
+		s.markDirtyWithin(rec, within)
 	}
 	s.requeueHeld(rec)
 	s.checkIdle(sh)

@@ -69,6 +69,7 @@ type Scheduler struct {
 	// claim horizon grows with it.
 	slowCommit time.Duration
 	slowAt     time.Time             // when slowCommit was last updated
+	jnl        journalState          // the completion journal's write side (journalwrite.go)
 	histDirty  map[*jobRec]struct{}  // records with history to hand on
 	claimLog   failLog               // record writes whose outcome is unknown, by batch
 	histLog    failLog               // history writes that failed, by flush
@@ -219,6 +220,7 @@ func (s *Scheduler) step(now time.Time) {
 	if due, _ := s.histDue(now); due {
 		s.flushHistory(nil)
 	}
+	s.flushJournal(now)
 	s.handOff(now)
 }
 
@@ -239,6 +241,7 @@ func (s *Scheduler) nextWake(now time.Time) (time.Time, bool) {
 	}
 	take(s.flushAt)
 	take(s.heldAt)
+	take(s.journalAt())
 	if _, at := s.histDue(now); !at.IsZero() {
 		take(at)
 	}

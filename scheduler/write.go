@@ -273,6 +273,8 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 					s.claimLanded(rec, o, now)
 				case opSkipManual:
 					s.manualSkipped(rec, o)
+				case opComplete:
+					s.journalLanded(o.jseq, now)
 				}
 				if o.note != nil && o.note.entry != nil {
 					s.holdEntry(rec, o.note.entry)
