@@ -132,6 +132,9 @@ func (r *Replica) build(meta shard.Meta, addr string) (*shard.Manager, *schedule
 		// Notifications go out through the runner: its HTTP client, egress
 		// policy and redaction, like the runs that decide them.
 		Notifier: r.runner,
+		// A burst's completions are durable in the journal first, once
+		// every member reads it.
+		Journal: mgr.Journal(),
 	}
 	sched, err := scheduler.New(scfg, mgr.Store(), r.runner)
 	if err != nil {

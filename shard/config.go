@@ -17,6 +17,7 @@ const (
 	DefaultDrainTimeout = 10 * time.Second
 	DefaultSettleDelay  = time.Second
 	DefaultResyncEvery  = 10 * time.Second
+	DefaultJournalKeep  = time.Minute
 	// DefaultAcquireParallelism bounds concurrent acquisitions (each one
 	// transaction, one ranged read of the checkpoint and a Handler call).
 	DefaultAcquireParallelism = 64
@@ -69,6 +70,12 @@ type Config struct {
 	// TriggerExpiry is how old a trigger request may grow before the owner
 	// of its shard deletes it unrun (logged). Default 10 min.
 	TriggerExpiry time.Duration
+	// JournalKeep is how long the completion journal's values of a
+	// session no member holds are kept after a sweep first sees them: its
+	// shards' successors read them within the lease TTL and fold what they
+	// name into their records at once. Default 1 min or 3 × OrphanAfter,
+	// whichever is longer.
+	JournalKeep time.Duration
 	// Logger receives the Manager's messages. Default: discard.
 	Logger *slog.Logger
 	// Registerer, when not nil, receives the Manager's metrics.
@@ -106,6 +113,12 @@ func (c Config) withDefaults() Config {
 	if c.TriggerExpiry == 0 {
 		c.TriggerExpiry = DefaultTriggerExpiry
 	}
+	if c.JournalKeep == 0 {
+		// A free shard is taken by the k-th member of its preference list
+		// after k × OrphanAfter at the latest: three of them have had
+		// their turn.
+		c.JournalKeep = max(DefaultJournalKeep, 3*c.OrphanAfter)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,6 +150,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: AcquireParallelism %d is under 1", ErrInvalidConfig, c.AcquireParallelism)
 	case c.TriggerExpiry < time.Second:
 		return fmt.Errorf("%w: TriggerExpiry %v is under 1s", ErrInvalidConfig, c.TriggerExpiry)
+	case c.JournalKeep < c.Lease.TTL:
+		// A crashed session's successors read its journal once its lease
+		// has expired: values must outlive that.
+		return fmt.Errorf("%w: JournalKeep %v is under the lease TTL %v", ErrInvalidConfig, c.JournalKeep, c.Lease.TTL)
 	}
 	for _, r := range c.Node {
 		if r == '/' || r < ' ' || r == 0x7f {

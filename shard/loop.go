@@ -48,6 +48,11 @@ type loop struct {
 	members string // the counted member list the assignment was built from
 	ranks   []int  // this node's preference rank per shard; nil: not computed
 	drained bool   // this node's drain flag, as last logged
+
+	// journalDead is when each journal session no member holds was first
+	// seen (journal.go); sweeping is set while a sweep is out.
+	journalDead map[string]time.Time
+	sweeping    bool
 }
 
 func newLoop(m *Manager, sess *lease.Session) *loop {
@@ -108,6 +113,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.reconcile(time.Now())
 		}
 		if l.stopping && l.idle() {
+			l.dropOwnJournal()
 			l.m.log.Info("left: every shard released")
 			return nil
 		}
@@ -130,6 +136,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.watched(resp, ok)
 		case <-resync.C:
 			l.relist = time.Now()
+			l.sweepJournal()
 			l.checkAlarm()
 			l.checkMeta() // metaguard.go
 		case <-wake.C:
@@ -138,6 +145,7 @@ func (l *loop) run(ctx context.Context) error {
 			r.apply(l)
 		}
 		l.coalesce()
+		l.m.journalOpen.Store(l.v.readJournal())
 	}
 }
 

@@ -68,6 +68,9 @@ type Manager struct {
 	// poke wakes the loop when something outside it changed a holding (a
 	// fenced write found the shard lost). Buffered 1; never closed.
 	poke chan struct{}
+	// journalOpen is set while every member reads the completion journal
+	// (journal.go); the loop keeps it.
+	journalOpen atomic.Bool
 
 	mu      sync.Mutex
 	sess    *lease.Session // the current session; nil between sessions

@@ -98,6 +98,19 @@ func (s Space) Tick(shard int, job string) string { return s.ShardTicks(shard) +
 // for a record or a marker.
 func (s Space) Journal() string { return s.root + "journal/" }
 
+// JournalSession is the prefix of one replica session's journal values:
+// the node and its lease, in hex, so a restarted node never writes over
+// (or deletes) what its crashed predecessor wrote.
+func (s Space) JournalSession(node string, lease int64) string {
+	return s.Journal() + node + "/" + strconv.FormatInt(lease, 16) + "/"
+}
+
+// JournalValue is one journal write of a session, seq zero-padded so a
+// session's values sort in order.
+func (s Space) JournalValue(node string, lease, seq int64) string {
+	return fmt.Sprintf("%s%020d", s.JournalSession(node, lease), seq)
+}
+
 // Jobs is the prefix of the versioned job set.
 func (s Space) Jobs() string { return s.root + "jobs/" }
 
