@@ -148,10 +148,13 @@ bench:
 # SIMSTART, GOMAXPROCS bubbles side by side; every failing seed is listed
 # with its properties (replay one with -sim.seed=N). `make test` runs the
 # CI seeds and sim/testdata/seeds.txt anyway. About 0.15 s of CPU a seed.
+# SIMSLOTS=8 gives each node 8 run slots, so bursts wait in line and their
+# completions go to the completion journal (TestSimJournalSeeds' mode).
 SIMSEEDS ?= 100000
 SIMSTART ?= 1
+SIMSLOTS ?= 0
 sim:
-	$(GO) test -count=1 -timeout 0 -run '^TestSimSeeds$$' ./sim -sim.seeds=$(SIMSEEDS) -sim.start=$(SIMSTART)
+	$(GO) test -count=1 -timeout 0 -run '^TestSimSeeds$$' ./sim -sim.seeds=$(SIMSEEDS) -sim.start=$(SIMSTART) -sim.slots=$(SIMSLOTS)
 
 # Every fuzz target for FUZZTIME each (their kept corpora, testdata/fuzz,
 # run with every `make test` anyway). A failure leaves the failing input in

@@ -34,6 +34,11 @@ type Config struct {
 	// item names, whose count or names the nemesis edits. The checker
 	// holds each unit (job, item) to the contract on its own.
 	Items bool
+	// Slots is each node's run slots (scheduler.Config.MaxConcurrentRuns;
+	// 0: the default, 64). A few make every instant with several due
+	// ticks a burst whose line waits, where completions go to the
+	// completion journal first.
+	Slots int
 	// Log, when set, receives every event as it happens and the
 	// schedulers' own logs.
 	Log io.Writer

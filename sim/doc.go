@@ -7,7 +7,11 @@
 // (model.go: a global revision, shard keys whose CreateRevision is the
 // generation, records with ModRevisions, trigger requests, per-node leases
 // that expire on the store's own virtual clock, transactions whose
-// comparisons really fail). An ownership layer (world.go) plays the shard
+// comparisons really fail, the completion journal's values per session).
+// Every node reads the journal, so every node's scheduler writes it
+// (scheduler.Config.Journal) in bursts whose due ticks wait for run slots:
+// with the default 64 slots rarely, with Config.Slots 8
+// (TestSimJournalSeeds) often. An ownership layer (world.go) plays the shard
 // and lease packages: it acquires free shards and hands the Grant with the
 // checkpoint and the consumed release marker, keeps each node's safe
 // deadline (sent_at of the last renewal + TTL - margin), ends Grants on a
@@ -41,12 +45,14 @@
 // # Nemesis
 //
 // Crash a node (memory lost, store kept; restarted later with a fresh
-// Scheduler and a new session), pause one past its deadline (its store
+// Scheduler and a new session), at random or, one journal write in four,
+// within 200 ms of its landing (before the records of the completions it
+// names, which wait up to 600 ms), pause one past its deadline (its store
 // calls and run starts wait), partition one from the store (its calls hang
 // or fail with ErrUnknown; its runs still reach the receiver), drain a
 // shard (a graceful move), edit, remove and re-add jobs, suspend and
-// resume, trigger manual runs, slow commits, drop commits (ErrUnknown, not
-// landed) and lose their answers (landed, ErrUnknown). About one job in six
+// resume, trigger manual runs, slow commits and journal writes, drop them
+// (ErrUnknown, not landed) and lose their answers (landed, ErrUnknown). About one job in six
 // is shaped (Config.Shaped): a start_at/end_at window, max_runs, or a
 // one-shot at; the checker takes its ticks from the shaped schedule
 // (config.Job.Fires). About one job in four is sharded (Config.Items):

@@ -236,6 +236,12 @@ func (w *world) land(c *call) any {
 	case callLoad:
 		st, err := w.m.load(c.shard, c.token, c.job)
 		return loadResult{st, err}
+	case callJournal:
+		w.m.journal(c.n.name, c.sess.lease, c.jseq, c.jlines, c.jdrop)
+		if len(c.jlines) > 0 {
+			w.nem.journaled(c.n, time.Now())
+		}
+		return journalLanded{}
 	default:
 		ok := w.m.release(c.n.name, c.shard, c.token, c.rel)
 		if ok || !w.m.fenceHolds(c.shard, c.token) {

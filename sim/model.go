@@ -69,6 +69,8 @@ type model struct {
 	// manual tick is in flight in the record the write put) or "skip".
 	consumed map[string]string
 	leases   map[int64]*mLease
+	// journals holds each session's journal values (journal/<node>/<lease>/<seq>).
+	journals map[string][]scheduler.JournalLine
 	ttl      time.Duration
 	// note records what changed, for the checker's report.
 	note func(node string, shard int, job, what string)
@@ -77,7 +79,7 @@ type model struct {
 func newModel(ttl time.Duration, note func(node string, shard int, job, what string)) *model {
 	return &model{shards: map[int]shardKey{}, markers: map[int]scheduler.Released{},
 		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, skippedTriggers: map[string]bool{}, trigs: map[trigKey]trigReq{},
-		consumed: map[string]string{}, leases: map[int64]*mLease{}, ttl: ttl, note: note}
+		consumed: map[string]string{}, leases: map[int64]*mLease{}, journals: map[string][]scheduler.JournalLine{}, ttl: ttl, note: note}
 }
 
 // grantLease creates a lease for node.
@@ -194,6 +196,37 @@ func (m *model) checkpoint(shard int) map[string]scheduler.Stored {
 	for k, v := range m.recs {
 		if k.shard == shard {
 			out[k.job] = v
+		}
+	}
+	return out
+}
+
+// journal is the shard package's journal Append: an unfenced put of the
+// session's value seq and deletes of its values drop.
+func (m *model) journal(node string, lease, seq int64, lines []scheduler.JournalLine, drop []int64) {
+	m.rev++
+	key := func(seq int64) string { return fmt.Sprintf("%s/%x/%020d", node, lease, seq) }
+	if len(lines) > 0 {
+		m.journals[key(seq)] = slices.Clone(lines)
+	}
+	for _, d := range drop {
+		delete(m.journals, key(d))
+	}
+}
+
+// completed is what a checkpoint of shard reads of the journal, by job, in
+// key order (etcd's).
+func (m *model) completed(shard int) map[string][]scheduler.Completion {
+	var out map[string][]scheduler.Completion
+	for _, k := range slices.Sorted(maps.Keys(m.journals)) {
+		for _, l := range m.journals[k] {
+			if l.Shard != shard {
+				continue
+			}
+			if out == nil {
+				out = map[string][]scheduler.Completion{}
+			}
+			out[l.Job] = append(out[l.Job], scheduler.Completion{Tick: l.Tick, Token: l.Token})
 		}
 	}
 	return out

@@ -52,6 +52,17 @@ func (nm *nemesis) decideCall(c *call, now time.Time) {
 	}
 }
 
+// journaled may aim a crash of n within 200 ms of a journal write of
+// its landing: before the records of the completions it names, which wait
+// for company up to 600 ms. Their successor must run none of those again.
+func (nm *nemesis) journaled(n *node, now time.Time) {
+	r := nm.w.rng
+	if nm.healed || !n.alive || !n.crashAt.IsZero() || r.IntN(4) != 0 {
+		return
+	}
+	n.crashAt = now.Add(time.Duration(r.Int64N(int64(200 * time.Millisecond))))
+}
+
 // heal ends pauses and partitions whose time is up, and restarts crashed
 // nodes whose time came.
 func (nm *nemesis) heal(now time.Time) bool {
@@ -66,6 +77,14 @@ func (nm *nemesis) heal(now time.Time) bool {
 	}
 	for _, n := range w.nodes {
 		switch {
+		case !n.crashAt.IsZero() && !now.Before(n.crashAt):
+			n.crashAt = time.Time{}
+			if n.alive && n.resume == nil && !nm.healed {
+				w.stopNode(n, "nemesis, after a journal write")
+				n.restartAt = now.Add(time.Second + time.Duration(w.rng.Int64N(int64(5*time.Second))))
+				w.faults = append(w.faults, Fault{n.name, now, n.restartAt, "crash"})
+			}
+			return true
 		case !n.alive && !n.restartAt.IsZero() && !now.Before(n.restartAt):
 			w.startNode(n)
 			return true

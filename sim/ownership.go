@@ -91,7 +91,7 @@ func (w *world) grant(n *node, s int, now time.Time) {
 	h.lost, h.cancel = context.WithCancelCause(context.Background())
 	n.held[s] = h
 	g := scheduler.Grant{Shard: s, Token: gen, Lost: h.lost, Deadline: n.sess, Contact: n.sess,
-		Checkpoint: scheduler.Checkpoint{Records: w.m.checkpoint(s), Released: marker}}
+		Checkpoint: scheduler.Checkpoint{Records: w.m.checkpoint(s), Released: marker, Completed: w.m.completed(s)}}
 	oneByOne(triggering(n, []func(){func() { n.sched.Acquired(g) }}, w.m.triggersOf(s, gen)))
 }
 

@@ -66,6 +66,7 @@ const (
 	callHistory
 	callLoad
 	callRelease
+	callJournal
 )
 
 // call is one store request of a node, waiting for the sim.
@@ -86,6 +87,9 @@ type call struct {
 	job    string
 	rel    scheduler.Released
 	h      *holding
+	jseq   int64
+	jlines []scheduler.JournalLine
+	jdrop  []int64
 
 	reply chan any // buffered 1: the result
 	// Set by the sim: when it lands, and its fate.
@@ -152,6 +156,37 @@ func (p nodeStore) AppendHistory(_ context.Context, keep int, ws []scheduler.His
 	}
 	return r.([]error)
 }
+
+// nodeJournal is a node incarnation's scheduler.Journal: every node of the
+// sim reads the journal, so it is always open. Like the shard package, it
+// writes nothing once its session is past its safe deadline.
+type nodeJournal nodeStore
+
+func (nodeJournal) Open() bool { return true }
+
+func (p nodeJournal) Append(_ context.Context, seq int64, lines []scheduler.JournalLine, drop []int64) error {
+	p.w.mu.Lock()
+	sess := p.n.sess
+	p.w.mu.Unlock()
+	if sess == nil || sess.Remaining() <= 0 {
+		return fmt.Errorf("%w: session past its deadline", scheduler.ErrUnknown)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "j%d/%d", seq, len(lines))
+	for _, d := range drop {
+		fmt.Fprintf(&b, "/-%d", d)
+	}
+	r := nodeStore(p).send(&call{kind: callJournal, jseq: seq, jlines: lines, jdrop: drop, key: b.String()})
+	if r == nil {
+		return fmt.Errorf("%w: node stopped", scheduler.ErrUnknown)
+	}
+	err, _ := r.(error) // journalLanded when it landed
+	return err
+}
+
+// journalLanded is a journal call's answer when it landed (an error in
+// an interface would be nil, the answer of a stopped node).
+type journalLanded struct{}
 
 type loadResult struct {
 	st  scheduler.Stored

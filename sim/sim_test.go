@@ -26,6 +26,7 @@ var (
 	flagBursts = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
 	flagItems  = flag.Bool("sim.items", true, "make about one job in four a sharded one (items, item_names)")
 	flagJitter = flag.Bool("sim.jitter", true, "give about one job in five whose ticks are 2 s or more apart a jitter")
+	flagSlots  = flag.Int("sim.slots", 0, "each node's run slots (0: the scheduler's default); a few make bursts, whose completions go to the journal")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
@@ -89,7 +90,7 @@ func keptSeeds(t *testing.T, name string) []uint64 {
 // seed verbosely; with -sim.seeds a long run.
 func TestSimSeeds(t *testing.T) {
 	cfg := Default()
-	cfg.Bursts, cfg.Items, cfg.Jitter = *flagBursts, *flagItems, *flagJitter
+	cfg.Bursts, cfg.Items, cfg.Jitter, cfg.Slots = *flagBursts, *flagItems, *flagJitter, *flagSlots
 	switch {
 	case *flagSeed != 0:
 		cfg.Log = os.Stderr
@@ -118,6 +119,39 @@ func TestSimSeeds(t *testing.T) {
 		t.Logf("%d seeds in %v", len(seeds), time.Since(t0).Round(time.Millisecond))
 	}
 }
+
+// journalSlots is the run slots of TestSimJournalSeeds' nodes: few enough
+// that an instant with several due ticks waits in line, so completions go
+// to the completion journal first, and enough that the quiet stretch
+// drains what waits (4 leaves manual requests untaken at the end).
+const journalSlots = 8
+
+// TestSimJournalSeeds runs ciJournalSeeds seeds and the kept ones
+// (testdata/journal-seeds.txt) with journalSlots run slots a node: the
+// journal's write side under crashes aimed just after its writes land.
+func TestSimJournalSeeds(t *testing.T) {
+	if *flagSeed != 0 || *flagSeeds > 0 {
+		t.Skip("a replay or a long run: TestSimSeeds, with -sim.slots")
+	}
+	cfg := Default()
+	cfg.Slots = journalSlots
+	seeds := keptSeeds(t, "journal-seeds.txt")
+	for s := range uint64(ciJournalSeeds) {
+		if !slices.Contains(seeds, 1+s) {
+			seeds = append(seeds, 1+s)
+		}
+	}
+	for _, s := range seeds {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			h := runSeed(t, s, cfg)
+			report(t, h, Check(h))
+		})
+	}
+}
+
+// ciJournalSeeds is how many seeds TestSimJournalSeeds runs besides the
+// kept ones.
+const ciJournalSeeds = 48
 
 // longRun runs -sim.seeds seeds, GOMAXPROCS bubbles at a time, and lists
 // every failing seed with its properties.

@@ -70,6 +70,7 @@ type node struct {
 	held   map[int]*holding
 	// Faults.
 	restartAt   time.Time
+	crashAt     time.Time // a crash the nemesis aimed just after a journal write (nemesis.journaled)
 	partUntil   time.Time
 	partFail    bool // partitioned calls fail after a while instead of hanging
 	pausedUntil time.Time
@@ -181,6 +182,8 @@ func (w *world) startNode(n *node) {
 	cfg := scheduler.DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.Shards = "sim", n.name, w.cfg.Shards
 	cfg.HistoryFlush = 2 * time.Second
+	cfg.MaxConcurrentRuns = w.cfg.Slots
+	cfg.Journal = nodeJournal{w, n, n.inc}
 	cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(n.skew.Load())) }
 	if w.cfg.Log != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(w.cfg.Log, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -357,6 +360,7 @@ func (w *world) nextDue(now, end time.Time) time.Time {
 	}
 	for _, n := range w.nodes {
 		take(n.restartAt)
+		take(n.crashAt)
 		take(n.partUntil)
 		take(n.pausedUntil)
 		if n.alive {
