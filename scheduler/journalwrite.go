@@ -67,27 +67,43 @@ type journalState struct {
 	drop      []int64
 	dropSince time.Time
 	pauseTill time.Time
-	// slow is a decaying maximum of recent write latencies.
-	slow   time.Duration
-	slowAt time.Time
+	// slow is a decaying maximum of recent write latencies, as observed
+	// at slowSince (slowAt decays it).
+	slow      time.Duration
+	slowSince time.Time
 }
 
-// journalWait is how long a line may wait for the next write: what the
-// crash bound leaves after two of the slowest recent writes (the one in
+// journalWait is how long a line may wait for the next write at now: what
+// the crash bound leaves after two of the slowest recent writes (the one in
 // flight, then its own), at most journalEvery; zero means too slow to use.
-func (j *journalState) journalWait() time.Duration {
-	w := min(journalEvery, crashBound-2*j.slow)
+func (j *journalState) journalWait(now time.Time) time.Duration {
+	w := min(journalEvery, crashBound-2*j.slowAt(now))
 	if w < 5*time.Millisecond {
 		return 0
 	}
 	return w
 }
 
+// slowAt is the slowest recent write as of now: halved every slowDecay
+// since it was observed. Read, not only updated, with the decay: while the
+// journal is too slow to use no write observes a faster one, and without
+// it the journal would stay off for good.
+func (j *journalState) slowAt(now time.Time) time.Duration {
+	if j.slowSince.IsZero() {
+		return j.slow
+	}
+	dt := now.Sub(j.slowSince)
+	if dt <= 0 {
+		return j.slow
+	}
+	return time.Duration(float64(j.slow) * math.Exp2(-float64(dt)/float64(slowDecay)))
+}
+
 // journaled queues the line of rec's run of tick, which just ended, when
 // the journal may carry it, and returns its seq (0: not journaled).
 func (s *Scheduler) journal(rec *jobRec, tick time.Time, now time.Time) int64 {
 	j := &s.jnl
-	if s.cfg.Journal == nil || !s.lineWaiting(now) || now.Before(j.pauseTill) || j.journalWait() == 0 || !s.cfg.Journal.Open() {
+	if s.cfg.Journal == nil || !s.lineWaiting(now) || now.Before(j.pauseTill) || j.journalWait(now) == 0 || !s.cfg.Journal.Open() {
 		return 0
 	}
 	if j.next == 0 {
@@ -95,7 +111,7 @@ func (s *Scheduler) journal(rec *jobRec, tick time.Time, now time.Time) int64 {
 		j.open, j.born = make(map[int64]int), make(map[int64]time.Time)
 	}
 	if len(j.lines) == 0 {
-		j.at = now.Add(j.journalWait())
+		j.at = now.Add(j.journalWait(now))
 	}
 	j.lines = append(j.lines, JournalLine{Shard: rec.sh.g.Shard, Token: rec.sh.g.Token, Tick: tick, Job: rec.e.name})
 	j.recs = append(j.recs, rec)
@@ -161,7 +177,7 @@ func (s *Scheduler) flushJournal(now time.Time) {
 		if j.open[seq] == 0 {
 			// Every completion it names reached its record first.
 			delete(j.open, seq)
-			seq, lines = 0, nil
+			seq, lines, recs = 0, nil, nil
 		} else {
 			j.born[seq] = now
 		}
@@ -200,12 +216,7 @@ func (ev journalDone) apply(s *Scheduler) { s.journalWritten(ev, s.now()) }
 func (s *Scheduler) journalWritten(d journalDone, now time.Time) {
 	j := &s.jnl
 	j.sending = 0
-	if !j.slowAt.IsZero() {
-		if dt := now.Sub(j.slowAt); dt > 0 {
-			j.slow = time.Duration(float64(j.slow) * math.Exp2(-float64(dt)/float64(slowDecay)))
-		}
-	}
-	j.slow, j.slowAt = max(d.took, j.slow), now
+	j.slow, j.slowSince = max(d.took, j.slowAt(now)), now
 	if d.err == nil {
 		s.m.journalWrites.WithLabelValues("ok").Inc()
 		return
