@@ -110,6 +110,19 @@ func TestCheckerProperties(t *testing.T) {
 			h.Triggers["t1"] = trigInfo{job: "j", at: at(3.3)}
 			h.Consumed["t1"] = "claim"
 		}, "manual run exactly once", ""},
+		{"manual never taken", allowAll, func(h *History) {
+			h.Triggers["t1"] = trigInfo{job: "j", at: at(12.3)}
+			h.Pending["t1"] = true
+			h.Final["j"] = scheduler.Record{Token: 5, LastClaimed: at(20)}
+		}, "manual run exactly once", ""},
+		{"manual waiting behind its owner's older ticks", allowAll, func(h *History) {
+			// The owner's last runs, in the seed's last 10 s, are of
+			// another job's ticks before the request: its line is behind.
+			h.Triggers["t1"] = trigInfo{job: "j", at: at(12.3)}
+			h.Pending["t1"] = true
+			h.Final["j"] = scheduler.Record{Token: 5, LastClaimed: at(20)}
+			h.Runs = append(h.Runs, Run{Node: "n1", Job: "other", Tick: at(12), Token: 6, Attempt: 1, Start: at(20), End: at(21), Deadline: at(100), EndDeadline: at(100)})
+		}, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -307,6 +307,23 @@ func (h *History) manualBusy(job string, at time.Time) bool {
 	end := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet)
 	return slices.ContainsFunc(h.Runs, func(r Run) bool {
 		return r.Job == job && r.Trigger != "" && r.Start.After(at) && (r.Cause != "" || r.End.After(end.Add(-10*time.Second)))
+	}) || h.ownerBehind(job, at, end)
+}
+
+// ownerBehind reports whether the node that last wrote job's record was
+// still starting runs of ticks at or before at in the seed's last 10 s, of
+// any job: its line of due ticks goes in tick order, so a request of at
+// waits behind them for a run slot (with few slots, behind another job's
+// backlog of long runs), late, not lost.
+func (h *History) ownerBehind(job string, at, end time.Time) bool {
+	tok := h.Final[job].Token
+	i := slices.IndexFunc(h.Runs, func(r Run) bool { return r.Token == tok })
+	if tok == 0 || i < 0 {
+		return false
+	}
+	node := h.Runs[i].Node
+	return slices.ContainsFunc(h.Runs, func(r Run) bool {
+		return r.Node == node && !r.Tick.After(at) && r.Start.After(end.Add(-10*time.Second))
 	})
 }
 
