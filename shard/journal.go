@@ -71,6 +71,9 @@ func (j journal) Append(ctx context.Context, seq int64, lines []scheduler.Journa
 	for _, d := range drop {
 		ops = append(ops, clientv3.OpDelete(m.ks.JournalValue(m.cfg.Node, id, d)))
 	}
+	if len(lines) > 0 {
+		m.journalWrote.Store(id) // maybe: an unknown outcome may have landed
+	}
 	for len(ops) > 0 {
 		n := min(len(ops), MaxTxnOps)
 		if _, err := m.sendTxn(ctx, sess, nil, ops[:n], nil); err != nil {
@@ -147,23 +150,33 @@ func (s journalSessions) apply(l *loop) {
 			l.journalDead[prefix] = since
 			continue
 		}
-		l.deleteJournal(prefix, "no member has held its session for JournalKeep; its shards' owners have read it")
+		l.deleteJournal(prefix, "no member has held its session for JournalKeep; its shards' owners have read it", time.Time{})
 	}
 }
 
 // dropOwnJournal deletes this session's journal values when it leaves
-// gracefully: every completion of its released shards is in its record.
+// gracefully, if it wrote any: every completion of its released shards is
+// in its record. Within the leave's deadline: a leave with etcd gone waits
+// no longer for it, and the sweep of another replica deletes them later.
 func (l *loop) dropOwnJournal() {
-	l.deleteJournal(l.m.ks.JournalSession(l.m.cfg.Node, int64(l.sess.LeaseID())), "this session left gracefully")
+	id := int64(l.sess.LeaseID())
+	if l.m.journalWrote.Load() != id {
+		return
+	}
+	l.deleteJournal(l.m.ks.JournalSession(l.m.cfg.Node, id), "this session left gracefully", l.stopBy)
 }
 
-// deleteJournal deletes one session's journal values, on a worker; a
-// failure is retried by the next sweep.
-func (l *loop) deleteJournal(prefix, why string) {
+// deleteJournal deletes one session's journal values, on a worker, by
+// until at the latest (zero: a third of the TTL); a failure is retried by
+// the next sweep.
+func (l *loop) deleteJournal(prefix, why string, until time.Time) {
+	if until.IsZero() {
+		until = time.Now().Add(max(l.sess.TTL()/3, time.Second))
+	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), max(l.sess.TTL()/3, time.Second))
+		ctx, cancel := context.WithDeadline(context.Background(), until)
 		defer cancel()
 		if resp, err := l.m.cli.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
 			l.m.log.Warn("journal values not deleted; the next sweep tries again", "prefix", prefix, "err", err)

@@ -71,6 +71,9 @@ type Manager struct {
 	// journalOpen is set while every member reads the completion journal
 	// (journal.go); the loop keeps it.
 	journalOpen atomic.Bool
+	// journalWrote is the lease of the last session that wrote journal
+	// values: a graceful leave deletes its own only if it wrote any.
+	journalWrote atomic.Int64
 
 	mu      sync.Mutex
 	sess    *lease.Session // the current session; nil between sessions
