@@ -99,7 +99,7 @@ func (j *journalState) slowAt(now time.Time) time.Duration {
 	return time.Duration(float64(j.slow) * math.Exp2(-float64(dt)/float64(slowDecay)))
 }
 
-// journaled queues the line of rec's run of tick, which just ended, when
+// journal queues the line of rec's run of tick, which just ended, when
 // the journal may carry it, and returns its seq (0: not journaled).
 func (s *Scheduler) journal(rec *jobRec, tick time.Time, now time.Time) int64 {
 	j := &s.jnl
