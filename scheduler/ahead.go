@@ -223,13 +223,18 @@ const slowDecay = 2 * time.Second
 // forget a slow spell in milliseconds and an idle one never).
 func (s *Scheduler) observeCommit(d time.Duration) {
 	now := s.now()
-	if !s.slowAt.IsZero() {
-		if dt := now.Sub(s.slowAt); dt > 0 {
-			s.slowCommit = time.Duration(float64(s.slowCommit) * math.Exp2(-float64(dt)/float64(slowDecay)))
-		}
-	}
-	s.slowCommit, s.slowAt = max(d, s.slowCommit), now
+	s.slowCommit, s.slowAt = max(d, decayed(s.slowCommit, s.slowAt, now)), now
 	s.m.commits.Observe(d.Seconds())
+}
+
+// decayed is v, a maximum observed at since, halved every slowDecay up to
+// now (v itself when since is zero or not before now).
+func decayed(v time.Duration, since, now time.Time) time.Duration {
+	dt := now.Sub(since)
+	if since.IsZero() || dt <= 0 {
+		return v
+	}
+	return time.Duration(float64(v) * math.Exp2(-float64(dt)/float64(slowDecay)))
 }
 
 // arm schedules the claim of rec's next tick after from, voiding earlier

@@ -31,7 +31,7 @@ func TestJournaledCompletionNotRunAgain(t *testing.T) {
 		}
 		g.Checkpoint.Completed[j.Name] = append(g.Checkpoint.Completed[j.Name], Completion{Tick: cut, Token: 4})
 		h.s.Acquired(g)
-		time.Sleep(time.Minute)
+		sleepUntil(t0.Add(30 * time.Second)) // past t0, the next tick
 		synctest.Wait()
 		runs := h.runner.of(j.Name)
 		if len(runs) != 2 {
@@ -73,7 +73,7 @@ func TestJournaledCompletionOfOrphanAdded(t *testing.T) {
 		h.s.Acquired(g)
 		synctest.Wait()
 		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{other, j}})
-		time.Sleep(time.Minute)
+		sleepUntil(t0.Add(30 * time.Second)) // past t0, the next tick
 		synctest.Wait()
 		runs := h.runner.of(j.Name)
 		if len(runs) != 1 || !runs[0].Tick.Equal(t0) || runs[0].Rerun {

@@ -9,7 +9,6 @@ package scheduler
 
 import (
 	"context"
-	"math"
 	"slices"
 	"time"
 )
@@ -89,14 +88,7 @@ func (j *journalState) journalWait(now time.Time) time.Duration {
 // journal is too slow to use no write observes a faster one, and without
 // it the journal would stay off for good.
 func (j *journalState) slowAt(now time.Time) time.Duration {
-	if j.slowSince.IsZero() {
-		return j.slow
-	}
-	dt := now.Sub(j.slowSince)
-	if dt <= 0 {
-		return j.slow
-	}
-	return time.Duration(float64(j.slow) * math.Exp2(-float64(dt)/float64(slowDecay)))
+	return decayed(j.slow, j.slowSince, now)
 }
 
 // journal queues the line of rec's run of tick, which just ended, when

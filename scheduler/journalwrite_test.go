@@ -96,15 +96,18 @@ func (j *fakeJournal) state() (values, lines, appends int) {
 	return len(j.values), lines, j.appends
 }
 
-// burstJobs are n jobs of shard 2 that fire once, at t0, and a harness
-// whose two run slots make them a burst: due ticks wait in line.
-func burstJobs(n int) []config.Job {
+// jobsIn2 are n jobs of shard 2 on spec, named prefix00, prefix01, ...
+func jobsIn2(prefix string, n int, spec string) []config.Job {
 	var jobs []config.Job
 	for i := range n {
-		jobs = append(jobs, jobIn(2, fmt.Sprintf("burst%02d", i), "0 0 12 * * *"))
+		jobs = append(jobs, jobIn(2, fmt.Sprintf("%s%02d", prefix, i), spec))
 	}
 	return jobs
 }
+
+// burstJobs are n jobs of shard 2 that fire once, at t0: on two run
+// slots, a burst whose due ticks wait in line.
+func burstJobs(n int) []config.Job { return jobsIn2("burst", n, "0 0 12 * * *") }
 
 func withJournal(j Journal) func(*Config) {
 	return func(c *Config) {
@@ -257,10 +260,7 @@ func TestEveryEndedRunDurableWithinTheCrashBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0.Add(-500 * time.Millisecond))
 		fj := newFakeJournal()
-		var jobs []config.Job
-		for i := range 12 {
-			jobs = append(jobs, jobIn(2, fmt.Sprintf("persec%02d", i), "* * * * * *"))
-		}
+		jobs := jobsIn2("persec", 12, "* * * * * *")
 		h := newHarness(t, func(c *Config) { c.MaxConcurrentRuns = 3; c.Journal = fj }, jobs...)
 		defer h.stop()
 		h.runner.behave = func(ctx context.Context, r Run) Result {
@@ -310,10 +310,7 @@ func TestJournalGoesOnAfterAValueNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0.Add(-500 * time.Millisecond))
 		fj := newFakeJournal()
-		var jobs []config.Job
-		for i := range 4 {
-			jobs = append(jobs, jobIn(2, fmt.Sprintf("persec%d", i), "* * * * * *"))
-		}
+		jobs := jobsIn2("persec", 4, "* * * * * *")
 		manual := jobIn(2, "manual", "0 0 0 1 1 *")
 		h := newHarness(t, withJournal(fj), append(jobs, manual)...)
 		defer h.stop()
@@ -344,10 +341,7 @@ func TestJournalBackOnAfterASlowWrite(t *testing.T) {
 		sleepUntil(t0.Add(-500 * time.Millisecond))
 		fj := newFakeJournal()
 		fj.slowTill.Store(t0.Add(3 * time.Second).UnixNano())
-		var jobs []config.Job
-		for i := range 16 {
-			jobs = append(jobs, jobIn(2, fmt.Sprintf("persec%02d", i), "* * * * * *"))
-		}
+		jobs := jobsIn2("persec", 16, "* * * * * *")
 		h := newHarness(t, withJournal(fj), jobs...)
 		defer h.stop()
 		h.runner.behave = work(20 * time.Millisecond)

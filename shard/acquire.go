@@ -92,7 +92,7 @@ func (l *loop) grant(s int, tok lease.Token, marker *lease.Marker, acquired time
 	l.send(acquireDone{shard: s, h: h})
 }
 
-// checkpoint reads the shard's records in one ranged Get, retrying RPC
+// checkpoint reads the shard's records and the journal (readCheckpoint), retrying RPC
 // errors while the session lives. A marker in a newer format is an error
 // that retrying cannot fix.
 func (l *loop) checkpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {

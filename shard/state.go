@@ -207,13 +207,14 @@ func (m *Manager) Ready() error {
 	return nil
 }
 
-// readCheckpoint reads every record of shard s in one ranged Get.
+// readCheckpoint reads every record of shard s and the completion journal
+// in one read-only transaction.
 func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {
 	prefix := m.ks.ShardTicks(s)
-	// One revision for both: a journal line whose record write landed
-	// since would name a flight the records no longer hold, harmlessly,
-	// but a record read before a journal value written after it could
-	// miss a completion that is in neither.
+	// One revision for both. Read apart, records first, a completion
+	// could land in its record and its journal value be deleted between
+	// the two reads: the flight would be in the records read and its line
+	// in neither, and the run would run again.
 	resp, err := m.cli.Txn(ctx).Then(
 		clientv3.OpGet(prefix, clientv3.WithPrefix()),
 		clientv3.OpGet(m.ks.Journal(), clientv3.WithPrefix()),

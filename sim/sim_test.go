@@ -130,9 +130,6 @@ const journalSlots = 8
 // (testdata/journal-seeds.txt) with journalSlots run slots a node: the
 // journal's write side under crashes aimed just after its writes land.
 func TestSimJournalSeeds(t *testing.T) {
-	if *flagSeed != 0 || *flagSeeds > 0 {
-		t.Skip("a replay or a long run: TestSimSeeds, with -sim.slots")
-	}
 	cfg := Default()
 	cfg.Slots = journalSlots
 	seeds := keptSeeds(t, "journal-seeds.txt")
