@@ -114,5 +114,5 @@ func (s *Scheduler) lineLag(now time.Time) time.Duration {
 	if !s.lineWaiting(now) {
 		return 0
 	}
-	return now.Sub(s.waiting[0].tick)
+	return now.Sub(s.waiting[0].w.tick)
 }

@@ -10,8 +10,8 @@ import (
 // the slowest recent one lands past the crash bound.
 func TestCompletionWaitsLongerOnlyBehindABurst(t *testing.T) {
 	now := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
-	due := &waitTick{tickRef: tickAt(now.Add(-time.Millisecond))}
-	later := &waitTick{tickRef: tickAt(now.Add(time.Second))}
+	due := waitEntry{w: &waitTick{tickRef: tickAt(now.Add(-time.Millisecond))}}
+	later := waitEntry{w: &waitTick{tickRef: tickAt(now.Add(time.Second))}}
 	for _, c := range []struct {
 		name    string
 		waiting waitHeap

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"container/heap"
 	"fmt"
 	"time"
 
@@ -23,25 +22,25 @@ type waitTick struct {
 }
 
 // waitHeap orders waiting ticks by tick, then job name: dispatch looks only
-// at its front, so an event costs O(log n) however many ticks wait.
-type waitHeap []*waitTick
+// at its front, so an event costs O(log n) however many ticks wait. Each
+// entry carries its rank, so a comparison reads no waitTick.
+type waitHeap = binHeap[waitEntry]
 
-func (h waitHeap) Len() int { return len(h) }
-func (h waitHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if !a.tick.Equal(b.tick) {
-		return a.tick.Before(b.tick)
-	}
-	return a.rec.e.name < b.rec.e.name
+type waitEntry struct {
+	at   int64  // the tick, Unix nanoseconds
+	name string // the job's
+	w    *waitTick
 }
-func (h waitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *waitHeap) Push(x any)   { *h = append(*h, x.(*waitTick)) }
-func (h *waitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
+
+func waitFor(w *waitTick) waitEntry {
+	return waitEntry{at: w.tick.UnixNano(), name: w.rec.e.name, w: w}
+}
+
+func (e waitEntry) before(f waitEntry) bool {
+	if e.at != f.at {
+		return e.at < f.at
+	}
+	return e.name < f.name
 }
 
 // enqueue makes a due tick wait. Ordinary ticks of a job past
@@ -60,7 +59,7 @@ func (s *Scheduler) enqueue(w *waitTick) {
 		}
 		w.rec.waiting++
 	}
-	heap.Push(&s.waiting, w)
+	s.waiting.push(waitFor(w))
 }
 
 // settled is called once a waiting tick is decided (run, skipped, dropped).
@@ -90,7 +89,7 @@ func (s *Scheduler) requeueHeld(rec *jobRec) {
 		return
 	}
 	for _, w := range a.held {
-		heap.Push(&s.waiting, w)
+		s.waiting.push(waitFor(w))
 	}
 	clear(a.held)
 	a.held = a.held[:0]
@@ -104,13 +103,13 @@ func (s *Scheduler) requeueHeld(rec *jobRec) {
 // and nothing it does otherwise puts a tick in line, so the front is still
 // w when it is taken out.
 func (s *Scheduler) dispatch(now time.Time) {
-	for len(s.waiting) > 0 && !s.waiting[0].tick.After(now) {
-		w := s.waiting[0]
+	for len(s.waiting) > 0 && !s.waiting[0].w.tick.After(now) {
+		w := s.waiting[0].w
 		r := s.try(w, now)
 		if r == noSlot {
 			return
 		}
-		heap.Pop(&s.waiting)
+		s.waiting.pop()
 		switch r {
 		case decided:
 			s.settled(w)

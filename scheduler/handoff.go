@@ -134,7 +134,8 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 				stop = t.Add(-time.Nanosecond)
 			}
 		}
-		for _, w := range s.waiting {
+		for _, e := range s.waiting {
+			w := e.w
 			if w.rec.sh == sh && w.unclaimed() {
 				earlier(w.tick)
 			}

@@ -70,7 +70,7 @@ func (s *Scheduler) histDue(now time.Time) (due bool, at time.Time) {
 
 // lineWaiting reports whether a due tick waits in line (for a run slot).
 func (s *Scheduler) lineWaiting(now time.Time) bool {
-	return len(s.waiting) > 0 && !s.waiting[0].tick.After(now)
+	return len(s.waiting) > 0 && !s.waiting[0].w.tick.After(now)
 }
 
 // historyDone is one AppendHistory call's outcome, for Run.

@@ -237,7 +237,7 @@ func (s *Scheduler) nextWake(now time.Time) (time.Time, bool) {
 		take(s.timers[0].at)
 	}
 	if len(s.waiting) > 0 && s.used < s.cfg.MaxConcurrentRuns {
-		take(s.waiting[0].tick)
+		take(s.waiting[0].w.tick)
 	}
 	take(s.flushAt)
 	take(s.heldAt)
