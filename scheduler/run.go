@@ -276,7 +276,7 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 	// Attrs in an array on the stack, not args in a []any: a line for
 	// every run, all of them in the burst.
 	var buf [12]slog.Attr
-	attrs := append(rec.appendLogAttrs(buf[:0]), slog.Time("tick", r.tick), slog.Any("outcome", status),
+	attrs := append(rec.appendLogAttrs(buf[:0]), slog.Time("tick", r.tick), slog.String("outcome", string(status)),
 		slog.Int64("duration_ms", dur.Milliseconds()), slog.Bool("rerun", r.rerun))
 	if r.man != nil {
 		attrs = append(attrs, slog.String("trigger", r.man.id))
