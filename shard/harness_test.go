@@ -158,7 +158,7 @@ func (r *recorder) grant(s int) *grantRec {
 
 // testCluster runs Managers in this process against one embedded etcd.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *etcdtest.Server
 	cli   *clientv3.Client // the test's own client
 	ks    keyspace.Space
@@ -181,7 +181,7 @@ type testNode struct {
 	crashed bool
 }
 
-func newTestCluster(t *testing.T, shards int) *testCluster {
+func newTestCluster(t testing.TB, shards int) *testCluster {
 	srv := etcdtest.Start(t)
 	c := &testCluster{t: t, srv: srv, cli: srv.Client(t), ks: keyspace.New("test"), mo: newMonitor(t), nodes: map[string]*testNode{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -74,6 +74,8 @@ type Manager struct {
 	// journalWrote is the lease of the last session that wrote journal
 	// values: a graceful leave deletes its own only if it wrote any.
 	journalWrote atomic.Int64
+	// cps batches the checkpoint reads of shards acquired together.
+	cps checkpoints
 
 	mu      sync.Mutex
 	sess    *lease.Session // the current session; nil between sessions
@@ -150,6 +152,7 @@ func New(cli *clientv3.Client, ks keyspace.Space, meta Meta, cfg Config) (*Manag
 		contact: lease.NewContact(),
 	}
 	m.hist = history.NewWriter(cli, ks, m)
+	m.cps.m = m
 	if cfg.Lease.Logger == nil {
 		m.cfg.Lease.Logger = m.log
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -207,34 +205,9 @@ func (m *Manager) Ready() error {
 	return nil
 }
 
-// readCheckpoint reads every record of shard s and the completion journal
-// in one read-only transaction.
+// readCheckpoint reads every record of shard s and its lines of the
+// completion journal, in one read-only transaction with the checkpoints of
+// other shards asked for meanwhile (checkpoints).
 func (m *Manager) readCheckpoint(ctx context.Context, s int) (scheduler.Checkpoint, error) {
-	prefix := m.ks.ShardTicks(s)
-	// One revision for both. Read apart, records first, a completion
-	// could land in its record and its journal value be deleted between
-	// the two reads: the flight would be in the records read and its line
-	// in neither, and the run would run again.
-	resp, err := m.cli.Txn(ctx).Then(
-		clientv3.OpGet(prefix, clientv3.WithPrefix()),
-		clientv3.OpGet(m.ks.Journal(), clientv3.WithPrefix()),
-	).Commit()
-	if err != nil {
-		return scheduler.Checkpoint{}, fmt.Errorf("shard: read checkpoint of shard %d: %w", s, err)
-	}
-	records := resp.Responses[0].GetResponseRange().Kvs
-	cp := scheduler.Checkpoint{Records: make(map[string]scheduler.Stored, len(records))}
-	released := m.ks.Released(s)
-	for _, kv := range records {
-		key := string(kv.Key)
-		if key == released {
-			// The acquisition consumed the marker meant for it
-			// (lease.Acquire); one read here is not this ownership's.
-			continue
-		}
-		cp.Records[strings.TrimPrefix(key, prefix)] = scheduler.Stored{Value: kv.Value, Rev: kv.ModRevision}
-	}
-	m.checkRecords(s, cp)
-	cp.Completed = m.journaled(s, resp.Responses[1].GetResponseRange().Kvs)
-	return cp, nil
+	return m.cps.read(ctx, s)
 }
