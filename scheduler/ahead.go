@@ -102,17 +102,71 @@ func claimTimer(rec *jobRec, tick time.Time, horizon time.Duration) timerEntry {
 // tick is the tick a timerClaim or timerDue is for.
 func (t timerEntry) tick() time.Time { return t.at.Add(t.lead) }
 
-// tickHeap is the loop's timers, ordered by timerEntry.before.
-type tickHeap = binHeap[timerEntry]
+// tickHeap is the loop's timers, a binary heap ordered by less. Its push
+// and pop are container/heap's, step for step (so timers of one instant
+// come out in the same order), but typed: through heap.Interface every
+// push and pop boxed a 56-byte entry, two allocations a fire and one per
+// job of every shard taken.
+type tickHeap []timerEntry
 
-func (t timerEntry) before(u timerEntry) bool {
-	if !t.at.Equal(u.at) {
-		return t.at.Before(u.at)
+func (h tickHeap) less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
 	}
 	// At one instant, due ticks first: runs start before the claims of
 	// their successors are queued (with a one-second horizon, a per-second
 	// job's tick and its successor's claim fall on the same instant).
-	return t.kind == timerDue && u.kind != timerDue
+	return h[i].kind == timerDue && h[j].kind != timerDue
+}
+
+func (h *tickHeap) push(t timerEntry) {
+	*h = append(*h, t)
+	h.up(len(*h) - 1)
+}
+
+func (h *tickHeap) pop() timerEntry {
+	old := *h
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	old.down(0, n)
+	t := old[n]
+	old[n] = timerEntry{}
+	*h = old[:n]
+	return t
+}
+
+func (h tickHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i, len(h))
+	}
+}
+
+func (h tickHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h tickHeap) down(i, n int) {
+	for {
+		j := 2*i + 1 // left child
+		if j >= n || j < 0 {
+			return
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 func (s *Scheduler) pushTimer(t timerEntry) { s.timers.push(t) }

@@ -22,9 +22,14 @@ type waitTick struct {
 }
 
 // waitHeap orders waiting ticks by tick, then job name: dispatch looks only
-// at its front, so an event costs O(log n) however many ticks wait. Each
-// entry carries its rank, so a comparison reads no waitTick.
-type waitHeap = binHeap[waitEntry]
+// at its front, so an event costs O(log n) however many ticks wait. Its
+// push and pop are container/heap's, step for step, but typed, and each
+// entry carries its rank: in a burst thousands of ticks of one instant
+// wait, and through heap.Interface every comparison was an interface call
+// that read the job's name through three pointers. Like tickHeap it is
+// written out for its type: a generic heap calls the comparison through a
+// dictionary, and measured slower than container/heap for timers.
+type waitHeap []waitEntry
 
 type waitEntry struct {
 	at   int64  // the tick, Unix nanoseconds
@@ -32,15 +37,55 @@ type waitEntry struct {
 	w    *waitTick
 }
 
-func waitFor(w *waitTick) waitEntry {
-	return waitEntry{at: w.tick.UnixNano(), name: w.rec.e.name, w: w}
+func (h waitHeap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].name < h[j].name
 }
 
-func (e waitEntry) before(f waitEntry) bool {
-	if e.at != f.at {
-		return e.at < f.at
+func (h *waitHeap) push(w *waitTick) {
+	*h = append(*h, waitEntry{at: w.tick.UnixNano(), name: w.rec.e.name, w: w})
+	h.up(len(*h) - 1)
+}
+
+func (h *waitHeap) pop() *waitTick {
+	old := *h
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	old.down(0, n)
+	w := old[n].w
+	old[n] = waitEntry{}
+	*h = old[:n]
+	return w
+}
+
+func (h waitHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
 	}
-	return e.name < f.name
+}
+
+func (h waitHeap) down(i, n int) {
+	for {
+		j := 2*i + 1 // left child
+		if j >= n || j < 0 {
+			return
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // enqueue makes a due tick wait. Ordinary ticks of a job past
@@ -59,7 +104,7 @@ func (s *Scheduler) enqueue(w *waitTick) {
 		}
 		w.rec.waiting++
 	}
-	s.waiting.push(waitFor(w))
+	s.waiting.push(w)
 }
 
 // settled is called once a waiting tick is decided (run, skipped, dropped).
@@ -89,7 +134,7 @@ func (s *Scheduler) requeueHeld(rec *jobRec) {
 		return
 	}
 	for _, w := range a.held {
-		s.waiting.push(waitFor(w))
+		s.waiting.push(w)
 	}
 	clear(a.held)
 	a.held = a.held[:0]

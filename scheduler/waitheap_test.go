@@ -27,13 +27,13 @@ func TestWaitHeapOrder(t *testing.T) {
 	ws := waitingBurst(500)
 	later := &waitTick{rec: &jobRec{e: &jobEntry{name: "a-first-by-name"}}, tickRef: tickAt(ws[0].tick.Add(time.Second))}
 	var h waitHeap
-	h.push(waitFor(later))
+	h.push(later)
 	for _, w := range ws {
-		h.push(waitFor(w))
+		h.push(w)
 	}
 	var names []string
 	for len(h) > 0 {
-		names = append(names, h.pop().w.rec.e.name)
+		names = append(names, h.pop().rec.e.name)
 	}
 	if len(names) != 501 || !slices.IsSorted(names[:500]) || names[500] != "a-first-by-name" {
 		t.Fatalf("popped %d, first %q, last %q; want 500 job names in order, then the later tick", len(names), names[0], names[len(names)-1])
@@ -47,7 +47,7 @@ func BenchmarkWaitingBurst2k(b *testing.B) {
 	h := make(waitHeap, 0, len(ws))
 	for b.Loop() {
 		for _, w := range ws {
-			h.push(waitFor(w))
+			h.push(w)
 		}
 		for len(h) > 0 {
 			h.pop()
