@@ -55,26 +55,24 @@ func (c *checkpoints) read(ctx context.Context, s int) (scheduler.Checkpoint, er
 		close(w.lead)
 	}
 	c.mu.Unlock()
-	for {
-		select {
-		case <-w.done:
-			return w.cp, w.err
-		case <-w.lead:
-			if ctx.Err() != nil {
-				// Read under a context already done, the batch would fail
-				// for every shard in it.
-				return c.giveUp(ctx, w)
-			}
-			// The batch is read under this caller's context: a failure
-			// fails it for each shard in it, and each caller retries. All
-			// callers share the session's context and a per-try timeout
-			// far longer than a read, so that happens when every read
-			// would fail anyway.
-			c.readBatch(ctx)
-			w.lead = nil // its own batch included it: done is closed
-		case <-ctx.Done():
+	select {
+	case <-w.done:
+		return w.cp, w.err
+	case <-w.lead:
+		if ctx.Err() != nil {
+			// Read under a context already done, the batch would fail
+			// for every shard in it.
 			return c.giveUp(ctx, w)
 		}
+		// The batch is read under this caller's context: a failure
+		// fails it for each shard in it, and each caller retries. All
+		// callers share the session's context and a per-try timeout
+		// far longer than a read, so that happens when every read
+		// would fail anyway.
+		c.readBatch(ctx)
+		return w.cp, w.err // the lead goes to the queue's front: its batch held w
+	case <-ctx.Done():
+		return c.giveUp(ctx, w)
 	}
 }
 
@@ -177,8 +175,9 @@ func (m *Manager) checkpointOf(s int, records []*mvccpb.KeyValue) scheduler.Chec
 }
 
 // journalLines is the lines of the completion journal's values (read with
-// records) for shards, by shard and job. A value that does not decode is reported and left out:
-// the flights it would have ended run again, marked, as after any crash.
+// records) for shards, by shard and job. A value that does not decode is
+// reported and left out: the flights it would have ended run again,
+// marked, as after any crash.
 func (m *Manager) journalLines(kvs []*mvccpb.KeyValue, shards []int) map[int]map[string][]scheduler.Completion {
 	var out map[int]map[string][]scheduler.Completion
 	for _, kv := range kvs {
