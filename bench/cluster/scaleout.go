@@ -36,76 +36,113 @@ func (b *bench) runAll(ctx context.Context) (results, error) {
 			}
 		}
 	}
-	if b.cfg.scenarios["rate"] {
-		for _, rate := range b.cfg.rates {
-			for _, sys := range b.cfg.systems {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				progress("rate %d fires/s: %s", rate, sys)
-				r, err := b.runRate(ctx, sys, rate)
-				note(err)
-				if err == nil {
-					res.Rate = append(res.Rate, r)
-				}
-			}
+	for _, phase := range []func(context.Context, *results, func(error)) error{
+		b.rateCells, b.scaleCells, b.faultCells, b.burstCells, b.shapeCells,
+	} {
+		if err := phase(ctx, &res, note); err != nil {
+			return res, err // interrupted
 		}
-	}
-	if b.cfg.scenarios["scaleout"] {
-		for _, shards := range b.cfg.scaleShards {
-			for _, n := range b.cfg.scaleReplicas {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				progress("scale-out: %d shards, %d replicas", shards, n)
-				r, err := b.runScale(ctx, shards, n)
-				note(err)
-				if err == nil {
-					res.Scale = append(res.Scale, r)
-				}
-			}
-		}
-	}
-	if b.cfg.scenarios["faults"] {
-		for _, sys := range b.cfg.systems {
-			if sys == systemFloor {
-				continue // the floor has no owner to crash
-			}
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			progress("faults: %s", sys)
-			r, err := b.runFaults(ctx, sys)
-			note(err)
-			res.Faults = append(res.Faults, r...)
-		}
-	}
-	if b.cfg.scenarios["burst"] {
-		for _, mode := range b.cfg.burstModes {
-			for _, sys := range b.cfg.systems {
-				if sys != systemShardcron && sys != systemFloor {
-					continue
-				}
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				progress("burst of %d jobs, %s: %s", b.cfg.burstJobs, mode, sys)
-				r, err := b.runBurst(ctx, sys, mode)
-				note(err)
-				if err == nil {
-					res.Burst = append(res.Burst, r)
-				}
-			}
-		}
-	}
-	if b.cfg.scenarios["txnshape"] && ctx.Err() == nil {
-		progress("transaction shapes")
-		r, err := b.runTxnShapes(ctx)
-		note(err)
-		res.Shapes = r
 	}
 	res.Ratios, res.Targets = evaluate(res)
 	return res, first
+}
+
+// Each phase runs one scenario's cells when it was chosen, noting a
+// cell's failure and going on; it returns only ctx's error, interrupted.
+
+func (b *bench) rateCells(ctx context.Context, res *results, note func(error)) error {
+	if !b.cfg.scenarios["rate"] {
+		return nil
+	}
+	for _, rate := range b.cfg.rates {
+		for _, sys := range b.cfg.systems {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			progress("rate %d fires/s: %s", rate, sys)
+			r, err := b.runRate(ctx, sys, rate)
+			note(err)
+			if err == nil {
+				res.Rate = append(res.Rate, r)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) scaleCells(ctx context.Context, res *results, note func(error)) error {
+	if !b.cfg.scenarios["scaleout"] {
+		return nil
+	}
+	for _, shards := range b.cfg.scaleShards {
+		for _, n := range b.cfg.scaleReplicas {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			progress("scale-out: %d shards, %d replicas", shards, n)
+			r, err := b.runScale(ctx, shards, n)
+			note(err)
+			if err == nil {
+				res.Scale = append(res.Scale, r)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) faultCells(ctx context.Context, res *results, note func(error)) error {
+	if !b.cfg.scenarios["faults"] {
+		return nil
+	}
+	for _, sys := range b.cfg.systems {
+		if sys == systemFloor {
+			continue // the floor has no owner to crash
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		progress("faults: %s", sys)
+		r, err := b.runFaults(ctx, sys)
+		note(err)
+		res.Faults = append(res.Faults, r...)
+	}
+	return nil
+}
+
+func (b *bench) burstCells(ctx context.Context, res *results, note func(error)) error {
+	if !b.cfg.scenarios["burst"] {
+		return nil
+	}
+	for _, mode := range b.cfg.burstModes {
+		for _, sys := range b.cfg.systems {
+			if sys != systemShardcron && sys != systemFloor {
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			progress("burst of %d jobs, %s: %s", b.cfg.burstJobs, mode, sys)
+			r, err := b.runBurst(ctx, sys, mode)
+			note(err)
+			if err == nil {
+				res.Burst = append(res.Burst, r)
+			}
+		}
+	}
+	return nil
+}
+
+// shapeCells runs the transaction shapes unless interrupted before them,
+// which skips them without an error: the results so far are evaluated.
+func (b *bench) shapeCells(ctx context.Context, res *results, note func(error)) error {
+	if !b.cfg.scenarios["txnshape"] || ctx.Err() != nil {
+		return nil
+	}
+	progress("transaction shapes")
+	r, err := b.runTxnShapes(ctx)
+	note(err)
+	res.Shapes = r
+	return nil
 }
 
 func progress(format string, args ...any) {
