@@ -78,6 +78,9 @@ type rateResult struct {
 	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
 	// WorstSeconds: the five seconds of the window with the highest lag.
 	WorstSeconds []worstSecond `json:"worst_seconds,omitempty"`
+	// SecondMaxMS: every second's worst lag, in the window's order: a
+	// steady excess over a peer looks flat here, a slow spell does not.
+	SecondMaxMS []float64 `json:"second_max_ms,omitempty"`
 }
 
 type worstSecond struct {
@@ -93,6 +96,18 @@ func worstSeconds(byOffset map[int64]time.Duration, n int) []worstSecond {
 	}
 	slices.SortFunc(out, func(a, b worstSecond) int { return cmp.Compare(b.MaxMS, a.MaxMS) })
 	return out[:min(n, len(out))]
+}
+
+// secondSeries returns the worst lag of each of the window's n seconds, in
+// milliseconds, in order (0 for a second with no receipt).
+func secondSeries(byOffset map[int64]time.Duration, n int) []float64 {
+	out := make([]float64, n)
+	for off, d := range byOffset {
+		if off >= 0 && off < int64(n) {
+			out[off] = float64(d.Microseconds()) / 1000
+		}
+	}
+	return out
 }
 
 // waitUntil sleeps until t: the benchmark's windows are wall-clock
@@ -139,6 +154,7 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 		System: c.System, FiresPerSec: c.Jobs, Replicas: c.Replicas, Lag: summarise(w.Lags),
 		Expected: w.Expected, Fires: w.Received, Missed: w.Missed, Duplicates: w.Duplicates, Stale: w.Stale,
 		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt, WorstSeconds: worstSeconds(w.SecondMax, 5),
+		SecondMaxMS: secondSeries(w.SecondMax, int(b.cfg.window.Seconds())),
 	}
 	r.BusiestShare = led.busiestShare(from, to, c.Replicas)
 	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
