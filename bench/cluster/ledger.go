@@ -179,6 +179,23 @@ func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
 	return float64(slices.Max(slices.Collect(maps.Values(byNode)))) * float64(replicas) / float64(total)
 }
 
+// lagByNode is the lag of the ticks in [from, to) that arrived (first
+// accepted receipts), by the node that sent them: a p99 above a peer's can
+// be one node's longer share of the burst, or every node's.
+func (l *ledger) lagByNode(from, to time.Time) map[string]lagStats {
+	lags := map[string][]time.Duration{}
+	for _, f := range l.books.Since(from) {
+		if f.Accepted && !f.Dup && !f.Tick.Before(from) && f.Tick.Before(to) {
+			lags[f.Node] = append(lags[f.Node], f.At.Sub(f.Tick))
+		}
+	}
+	out := make(map[string]lagStats, len(lags))
+	for n, l := range lags {
+		out[n] = summarise(l)
+	}
+	return out
+}
+
 // completions counts slow runs completed in [from, to).
 func (l *ledger) completions(from, to time.Time) int {
 	l.mu.Lock()

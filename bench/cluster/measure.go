@@ -81,6 +81,10 @@ type rateResult struct {
 	// SecondMaxMS: every second's worst lag, in the window's order: a
 	// steady excess over a peer looks flat here, a slow spell does not.
 	SecondMaxMS []float64 `json:"second_max_ms,omitempty"`
+	// LagByNode: the lag of each node's share of the window's ticks.
+	LagByNode map[string]lagStats `json:"lag_by_node,omitempty"`
+	// Phases: CPU by step of the second (-phases), nil unless asked for.
+	Phases *phases `json:"phases,omitempty"`
 }
 
 type worstSecond struct {
@@ -136,6 +140,7 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 	if err != nil {
 		return rateResult{}, err
 	}
+	ph := b.startPhases(ctx, c, from)
 	if err := waitUntil(ctx, to.Add(-time.Second/2)); err != nil {
 		return rateResult{}, err
 	}
@@ -156,7 +161,12 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 		WindowSecond: int(b.cfg.window.Seconds()), MissedAt: w.MissedAt, WorstSeconds: worstSeconds(w.SecondMax, 5),
 		SecondMaxMS: secondSeries(w.SecondMax, int(b.cfg.window.Seconds())),
 	}
+	if ph != nil {
+		p := <-ph
+		r.Phases = &p
+	}
 	r.BusiestShare = led.busiestShare(from, to, c.Replicas)
+	r.LagByNode = led.lagByNode(from, to)
 	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
 	if n := float64(r.Delivered); n > 0 {
 		r.PutBytes = (s1.putBytes - s0.putBytes) / n

@@ -343,12 +343,3 @@ func TestPlotDrawsBurstAndFloor(t *testing.T) {
 		t.Error("plot draws a leader that was not measured")
 	}
 }
-
-func TestSecondSeries(t *testing.T) {
-	byOffset := map[int64]time.Duration{0: 12 * time.Millisecond, 2: 1500 * time.Microsecond, 5: time.Second}
-	got := secondSeries(byOffset, 4)
-	want := []float64{12, 0, 1.5, 0}
-	if !slices.Equal(got, want) {
-		t.Fatalf("secondSeries = %v, want %v (offset 5 is outside a 4 s window)", got, want)
-	}
-}

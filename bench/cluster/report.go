@@ -166,6 +166,11 @@ func report(w io.Writer, res results, cfg config) {
 				r.BusiestShare, r.PutBytes, r.TxnRPCs, r.WALBytes, r.CPUNodes1k, r.CPUEtcd1k)
 		}
 		tw.Flush()
+		for _, r := range res.Rate {
+			if r.Phases != nil {
+				printPhases(w, tw, r)
+			}
+		}
 	}
 	if len(res.Ratios) > 0 {
 		fmt.Fprintln(w, "\n## shardcron / leader, shardcron / floor")
