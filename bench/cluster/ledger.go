@@ -2,9 +2,7 @@ package main
 
 import (
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -158,40 +156,41 @@ func (l *ledger) receivedBetween(from, to time.Time) int {
 	return n
 }
 
-// busiestShare is the busiest node's part of the ticks in [from, to) that
-// arrived (first accepted receipts), against an even split over replicas.
-// A second's burst ends when that node's part of it does, so this says how
-// much of a lag is the ring's hand (shardcron) or the split (the floor); a
-// leader, one node doing everything, gives replicas. 0 with nothing
-// received.
-func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
-	byNode := map[string]int{}
-	total := 0
+// arrivals is the lag of each tick in [from, to) that arrived (its first
+// accepted receipt), by the node that sent it.
+func (l *ledger) arrivals(from, to time.Time) map[string][]time.Duration {
+	byNode := map[string][]time.Duration{}
 	for _, f := range l.books.Since(from) {
 		if f.Accepted && !f.Dup && !f.Tick.Before(from) && f.Tick.Before(to) {
-			byNode[f.Node]++
-			total++
+			byNode[f.Node] = append(byNode[f.Node], f.At.Sub(f.Tick))
 		}
+	}
+	return byNode
+}
+
+// busiestShare is the busiest node's part of the ticks in [from, to) that
+// arrived, against an even split over replicas. A second's burst ends when
+// that node's part of it does, so this says how much of a lag is the
+// ring's hand (shardcron) or the split (the floor); a leader, one node
+// doing everything, gives replicas. 0 with nothing received.
+func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
+	most, total := 0, 0
+	for _, lags := range l.arrivals(from, to) {
+		most, total = max(most, len(lags)), total+len(lags)
 	}
 	if total == 0 {
 		return 0
 	}
-	return float64(slices.Max(slices.Collect(maps.Values(byNode)))) * float64(replicas) / float64(total)
+	return float64(most) * float64(replicas) / float64(total)
 }
 
-// lagByNode is the lag of the ticks in [from, to) that arrived (first
-// accepted receipts), by the node that sent them: a p99 above a peer's can
-// be one node's longer share of the burst, or every node's.
+// lagByNode is the lag of the ticks in [from, to) that arrived, by the node
+// that sent them: a p99 above a peer's can be one node's longer share of
+// the burst, or every node's.
 func (l *ledger) lagByNode(from, to time.Time) map[string]lagStats {
-	lags := map[string][]time.Duration{}
-	for _, f := range l.books.Since(from) {
-		if f.Accepted && !f.Dup && !f.Tick.Before(from) && f.Tick.Before(to) {
-			lags[f.Node] = append(lags[f.Node], f.At.Sub(f.Tick))
-		}
-	}
-	out := make(map[string]lagStats, len(lags))
-	for n, l := range lags {
-		out[n] = summarise(l)
+	out := map[string]lagStats{}
+	for n, lags := range l.arrivals(from, to) {
+		out[n] = summarise(lags)
 	}
 	return out
 }

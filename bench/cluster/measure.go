@@ -96,7 +96,7 @@ type worstSecond struct {
 func worstSeconds(byOffset map[int64]time.Duration, n int) []worstSecond {
 	var out []worstSecond
 	for off, d := range byOffset {
-		out = append(out, worstSecond{off, float64(d.Microseconds()) / 1000})
+		out = append(out, worstSecond{off, ms(d)})
 	}
 	slices.SortFunc(out, func(a, b worstSecond) int { return cmp.Compare(b.MaxMS, a.MaxMS) })
 	return out[:min(n, len(out))]
@@ -108,7 +108,7 @@ func secondSeries(byOffset map[int64]time.Duration, n int) []float64 {
 	out := make([]float64, n)
 	for off, d := range byOffset {
 		if off >= 0 && off < int64(n) {
-			out[off] = float64(d.Microseconds()) / 1000
+			out[off] = ms(d)
 		}
 	}
 	return out
