@@ -45,6 +45,7 @@ type config struct {
 	scenarios                        map[string]bool
 	systems                          []string
 	rates                            []int
+	rounds                           int
 	replicas, shards, maxRuns        int
 	ttl, faultTTL                    time.Duration
 	warmup, window, drain            time.Duration
@@ -73,6 +74,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&scenarios, "scenarios", "rate,scaleout,faults,burst", "scenarios to run: rate, scaleout, faults, burst; txnshape (etcd's CPU a completion for three transaction shapes) only when named")
 	flag.StringVar(&systems, "systems", "shardcron,leader,floor", "systems in the rate scenario; the faults take shardcron and leader of them, the burst shardcron and floor")
 	flag.StringVar(&rates, "rates", "200,1000,5000,10000", "fires per second (jobs every second) of the rate scenario")
+	flag.IntVar(&c.rounds, "rounds", 1, "rounds of the rate scenario: each rate's systems run one after another this many times, and a target takes the median of the rounds' ratios")
 	flag.IntVar(&c.floorSenders, "floor-senders", 64, "sender goroutines (kept connections) per floor process")
 	flag.IntVar(&c.burstJobs, "burst-jobs", 100000, "jobs due at one instant in the burst scenario")
 	flag.StringVar(&burstModes, "burst-modes", "plain,H", "burst schedules: plain (second 0 of one minute) and H (the job's hashed second of that minute)")
@@ -119,6 +121,9 @@ func parseFlags() (config, error) {
 			return c, fmt.Errorf("-burst-modes: %q is neither %s nor %s", m, burstPlain, burstHashed)
 		}
 		c.burstModes = append(c.burstModes, m)
+	}
+	if c.rounds < 1 {
+		return c, fmt.Errorf("-rounds %d: must be 1 or more", c.rounds)
 	}
 	var err error
 	if c.rates, err = ints(rates); err != nil {

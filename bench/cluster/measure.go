@@ -52,6 +52,7 @@ func (b *bench) snap(ctx context.Context, c *cluster) (etcdSnap, error) {
 type rateResult struct {
 	System      string   `json:"system"`
 	FiresPerSec int      `json:"fires_per_s"`
+	Round       int      `json:"round"` // from 1 (-rounds)
 	Replicas    int      `json:"replicas"`
 	Lag         lagStats `json:"lag"`
 	Expected    int      `json:"expected"`

@@ -40,11 +40,17 @@ func plot(res results) string {
 	}
 	colors := map[string]string{systemShardcron: "#1f77b4", systemLeader: "#d62728", systemFloor: "#555555"}
 	for _, sys := range []string{systemShardcron, systemLeader, systemFloor} {
+		// Rounds of a rate (-rounds) are drawn at their median.
 		p50, p99 := nanSlice(len(rs)), nanSlice(len(rs))
-		for _, r := range res.Rate {
-			if r.System == sys {
-				i := indexOf(rs, r.FiresPerSec)
-				p50[i], p99[i] = r.Lag.P50, r.Lag.P99
+		for i, rate := range rs {
+			var a, b []float64
+			for _, r := range res.Rate {
+				if r.System == sys && r.FiresPerSec == rate {
+					a, b = append(a, r.Lag.P50), append(b, r.Lag.P99)
+				}
+			}
+			if len(a) > 0 {
+				p50[i], p99[i] = median(a), median(b)
 			}
 		}
 		if !allNaN(p99) {

@@ -343,3 +343,41 @@ func TestPlotDrawsBurstAndFloor(t *testing.T) {
 		t.Error("plot draws a leader that was not measured")
 	}
 }
+
+// With rounds, a lag target takes the median of the rounds' ratios, each
+// round's shardcron against the peer of the same round, and fails on a
+// missed tick in any round.
+func TestEvaluateRounds(t *testing.T) {
+	cell := func(sys string, round int, p99 float64) rateResult {
+		return rateResult{System: sys, FiresPerSec: 1000, Round: round, Lag: lagStats{P99: p99}, PutBytes: 300, TxnRPCs: 0.03}
+	}
+	res := results{Rate: []rateResult{
+		cell(systemShardcron, 1, 80), cell(systemLeader, 1, 100), // 0.8: a slow spell for shardcron
+		cell(systemShardcron, 2, 40), cell(systemLeader, 2, 100), // 0.4
+		cell(systemShardcron, 3, 90), cell(systemLeader, 3, 200), // 0.45
+	}}
+	ratios, targets := evaluate(res)
+	lag := targets[0]
+	if lag.Name != "lag p99 at 1000 fires/s ≤ 0.5× leader, 0 missed, 0 duplicates" || lag.Value != 0.45 || !lag.Pass {
+		t.Errorf("lag target = %+v, want the median 0.45, passing", lag)
+	}
+	if !strings.Contains(lag.Note, "median of 3 rounds (0.80, 0.40, 0.45)") {
+		t.Errorf("note %q does not give each round's ratio", lag.Note)
+	}
+	var p99 []float64
+	for _, r := range ratios {
+		if r.What == "lag p99" {
+			p99 = append(p99, r.Ratio)
+		}
+	}
+	if !slices.Equal(p99, []float64{0.8, 0.4, 0.45}) {
+		t.Errorf("lag p99 ratios by round = %v, want 0.8, 0.4, 0.45", p99)
+	}
+	res.Rate[2].Missed = 1 // round 2's shardcron
+	if _, targets := evaluate(res); targets[0].Pass {
+		t.Error("lag target passed with a tick missed in one round")
+	}
+	if got := median([]float64{3, 1, 4, 2}); got != 2.5 {
+		t.Errorf("median of an even count = %v, want 2.5", got)
+	}
+}

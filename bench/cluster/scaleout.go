@@ -54,16 +54,22 @@ func (b *bench) rateCells(ctx context.Context, res *results, note func(error)) e
 	if !b.cfg.scenarios["rate"] {
 		return nil
 	}
+	// A round measures every system at one rate one after another, so a
+	// round's ratios compare neighbours in time: the machine's slow spells
+	// last longer than a cell, and land in a round, not in one system.
 	for _, rate := range b.cfg.rates {
-		for _, sys := range b.cfg.systems {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			progress("rate %d fires/s: %s", rate, sys)
-			r, err := b.runRate(ctx, sys, rate)
-			note(err)
-			if err == nil {
-				res.Rate = append(res.Rate, r)
+		for round := 1; round <= b.cfg.rounds; round++ {
+			for _, sys := range b.cfg.systems {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				progress("rate %d fires/s, round %d of %d: %s", rate, round, b.cfg.rounds, sys)
+				r, err := b.runRate(ctx, sys, rate)
+				note(err)
+				if err == nil {
+					r.Round = round
+					res.Rate = append(res.Rate, r)
+				}
 			}
 		}
 	}
