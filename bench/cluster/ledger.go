@@ -168,14 +168,14 @@ func (l *ledger) arrivals(from, to time.Time) map[string][]time.Duration {
 	return byNode
 }
 
-// busiestShare is the busiest node's part of the ticks in [from, to) that
-// arrived, against an even split over replicas. A second's burst ends when
-// that node's part of it does, so this says how much of a lag is the
-// ring's hand (shardcron) or the split (the floor); a leader, one node
-// doing everything, gives replicas. 0 with nothing received.
-func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
+// busiestShare is the busiest node's part of the arrivals, against an
+// even split over replicas. A second's burst ends when that node's part of
+// it does, so this says how much of a lag is the ring's hand (shardcron)
+// or the split (the floor); a leader, one node doing everything, gives
+// replicas. 0 with nothing received.
+func busiestShare(arrivals map[string][]time.Duration, replicas int) float64 {
 	most, total := 0, 0
-	for _, lags := range l.arrivals(from, to) {
+	for _, lags := range arrivals {
 		most, total = max(most, len(lags)), total+len(lags)
 	}
 	if total == 0 {
@@ -184,12 +184,11 @@ func (l *ledger) busiestShare(from, to time.Time, replicas int) float64 {
 	return float64(most) * float64(replicas) / float64(total)
 }
 
-// lagByNode is the lag of the ticks in [from, to) that arrived, by the node
-// that sent them: a p99 above a peer's can be one node's longer share of
-// the burst, or every node's.
-func (l *ledger) lagByNode(from, to time.Time) map[string]lagStats {
+// lagByNode summarises the arrivals' lag by node: a p99 above a peer's can
+// be one node's longer share of the burst, or every node's.
+func lagByNode(arrivals map[string][]time.Duration) map[string]lagStats {
 	out := map[string]lagStats{}
-	for n, lags := range l.arrivals(from, to) {
+	for n, lags := range arrivals {
 		out[n] = summarise(lags)
 	}
 	return out

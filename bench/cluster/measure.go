@@ -73,7 +73,7 @@ type rateResult struct {
 	CPUEtcd1k    float64 `json:"cpu_s_per_1k_fires_etcd"`
 	WindowSecond int     `json:"window_s"`
 	// BusiestShare is the busiest node's part of the window's ticks against
-	// an even split (ledger.busiestShare): 1 is even.
+	// an even split (busiestShare): 1 is even.
 	BusiestShare float64 `json:"busiest_share"`
 	// MissedAt: missed ticks by second from the window's start.
 	MissedAt map[int64]int `json:"missed_at_s,omitempty"`
@@ -166,8 +166,9 @@ func (b *bench) measureRate(ctx context.Context, c *cluster, led *ledger) (rateR
 		p := <-ph
 		r.Phases = &p
 	}
-	r.BusiestShare = led.busiestShare(from, to, c.Replicas)
-	r.LagByNode = led.lagByNode(from, to)
+	arrived := led.arrivals(from, to)
+	r.BusiestShare = busiestShare(arrived, c.Replicas)
+	r.LagByNode = lagByNode(arrived)
 	r.Delivered = led.receivedBetween(s0.takenTime, s1.takenTime)
 	if n := float64(r.Delivered); n > 0 {
 		r.PutBytes = (s1.putBytes - s0.putBytes) / n

@@ -21,7 +21,7 @@ func TestLagByNode(t *testing.T) {
 	rec("c", "n2", 5*time.Millisecond, 2)
 	rec("a", "n2", 50*time.Millisecond, 2) // a repeat: its first receipt counts
 	rec("d", "n3", 90*time.Millisecond, 1) // a stale token
-	got := l.lagByNode(t0, t0.Add(time.Second))
+	got := lagByNode(l.arrivals(t0, t0.Add(time.Second)))
 	if len(got) != 2 || got["n1"].Max != 30 || got["n1"].P50 != 10 || got["n2"].Max != 5 {
 		t.Errorf("lag by node = %+v, want n1 10/30 ms and n2 5 ms only", got)
 	}

@@ -96,10 +96,10 @@ func TestBusiestShare(t *testing.T) {
 	rec("a", "n1", t0, 2)                  // a repeat
 	rec("e", "n1", t0, 1)                  // a stale token
 	rec("f", "n1", t0.Add(time.Minute), 2) // outside the window
-	if got := l.busiestShare(t0, t0.Add(time.Second), 3); got != 1.5 {
+	if got := busiestShare(l.arrivals(t0, t0.Add(time.Second)), 3); got != 1.5 {
 		t.Errorf("busiest share = %v, want 1.5 (2 of 4 ticks, 3 nodes)", got)
 	}
-	if got := l.busiestShare(t0.Add(time.Hour), t0.Add(2*time.Hour), 3); got != 0 {
+	if got := busiestShare(l.arrivals(t0.Add(time.Hour), t0.Add(2*time.Hour)), 3); got != 0 {
 		t.Errorf("busiest share of an empty window = %v, want 0", got)
 	}
 }
