@@ -30,11 +30,8 @@ func plot(res results) string {
 	var lag panel
 	lag.title, lag.ylabel, lag.xlabel = "Fire lag vs fires/s (3 replicas)", "lag ms (log scale)", "fires/s"
 	lag.log = true
-	rates := map[int]bool{}
-	for _, r := range res.Rate {
-		rates[r.FiresPerSec] = true
-	}
-	rs := sortedInts(rates)
+	byRate := roundsByRate(res.Rate)
+	rs := slices.Sorted(maps.Keys(byRate))
 	for _, r := range rs {
 		lag.xs = append(lag.xs, fmt.Sprint(r))
 	}
@@ -44,8 +41,8 @@ func plot(res results) string {
 		p50, p99 := nanSlice(len(rs)), nanSlice(len(rs))
 		for i, rate := range rs {
 			var a, b []float64
-			for _, r := range res.Rate {
-				if r.System == sys && r.FiresPerSec == rate {
+			for _, cells := range byRate[rate] {
+				if r, ok := cells[sys]; ok {
 					a, b = append(a, r.Lag.P50), append(b, r.Lag.P99)
 				}
 			}

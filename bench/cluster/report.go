@@ -72,9 +72,10 @@ func evaluate(res results) ([]ratio, []target) {
 			}
 		}
 		if len(put) > 0 {
+			put, txn := median(put), median(txn)
 			targets = append(targets,
-				target{Name: "etcd bytes put per fire at 1,000 fires/s", Value: median(put), Limit: "≤ 400", Pass: median(put) <= 400},
-				target{Name: "etcd transactions per fire at 1,000 fires/s", Value: median(txn), Limit: "≤ 0.05", Pass: median(txn) <= 0.05})
+				target{Name: "etcd bytes put per fire at 1,000 fires/s", Value: put, Limit: "≤ 400", Pass: put <= 400},
+				target{Name: "etcd transactions per fire at 1,000 fires/s", Value: txn, Limit: "≤ 0.05", Pass: txn <= 0.05})
 		}
 	}
 	var one, many float64
@@ -92,19 +93,19 @@ func evaluate(res results) ([]ratio, []target) {
 	return ratios, append(targets, burstTargets(res.Burst)...)
 }
 
-// round is one round's results at one rate, by system.
-type round map[string]rateResult
+// roundCells is one round's results at one rate, by system.
+type roundCells map[string]rateResult
 
 // roundsByRate groups results by rate, and a rate's by round in the order
 // they were measured.
-func roundsByRate(rs []rateResult) map[int][]round {
-	out := map[int][]round{}
-	seen := map[[2]int]round{}
+func roundsByRate(rs []rateResult) map[int][]roundCells {
+	out := map[int][]roundCells{}
+	seen := map[[2]int]roundCells{}
 	for _, r := range rs {
 		k := [2]int{r.FiresPerSec, r.Round}
 		c, ok := seen[k]
 		if !ok {
-			c = round{}
+			c = roundCells{}
 			seen[k] = c
 			out[r.FiresPerSec] = append(out[r.FiresPerSec], c)
 		}
@@ -116,7 +117,8 @@ func roundsByRate(rs []rateResult) map[int][]round {
 // pair is shardcron and a peer measured in one round.
 type pair struct{ sc, peer rateResult }
 
-func pairsWith(rounds []round, peer string) []pair {
+// pairsWith pairs shardcron with peer in each round that measured both.
+func pairsWith(rounds []roundCells, peer string) []pair {
 	var out []pair
 	for _, c := range rounds {
 		sc, okS := c[systemShardcron]

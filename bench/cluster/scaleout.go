@@ -54,9 +54,10 @@ func (b *bench) rateCells(ctx context.Context, res *results, note func(error)) e
 	if !b.cfg.scenarios["rate"] {
 		return nil
 	}
-	// A round measures every system at one rate one after another, so a
-	// round's ratios compare neighbours in time: the machine's slow spells
-	// last longer than a cell, and land in a round, not in one system.
+	// A round measures every system at one rate one after another, so its
+	// ratios compare neighbours in time; a slow spell that lands on one
+	// cell moves one round's ratio, and the median of the rounds outvotes
+	// it (evaluate).
 	for _, rate := range b.cfg.rates {
 		for round := 1; round <= b.cfg.rounds; round++ {
 			for _, sys := range b.cfg.systems {
