@@ -111,9 +111,16 @@ func validSignature(header string, body []byte) bool {
 // succeeding sends exactly one failure notification (after the third
 // failure) and one recovery, signed, with the run's identity, also when
 // the owner is SIGKILLed between the second failure and the third.
+//
+// The two cases run side by side: each is an etcd and two replicas with
+// one job every 8 s, about half a minute of waiting for ticks and little
+// CPU, so neither starves the other's renewals.
 func TestNotificationsThroughProcesses(t *testing.T) {
 	for _, kill := range []bool{false, true} {
-		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) { notifyThroughProcesses(t, kill) })
+		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
+			t.Parallel()
+			notifyThroughProcesses(t, kill)
+		})
 	}
 }
 
