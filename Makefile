@@ -48,13 +48,17 @@ run: build
 # It includes the alert rule tests and the Grafana query check (a test in
 # cmd/shardcron), and the browser test of the dashboard, which drives
 # Chromium (`apt-get install chromium`; with CI=true a missing one fails).
+WITH_ETCD := SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd
+PROC_TEST  = $(WITH_ETCD) $(GO) test -p 1 $(PROCFLAGS) $(PROC_PKGS)
+
 test: etcd test-alerts
 	pkgs=$$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS) $(CLOCKFREE_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))')) && \
-	SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 2 $(TESTFLAGS) $$pkgs
-	@echo "make test-clockfree at nice 19 beside the multi-process suites (its output follows theirs)"
-	@log=$$(mktemp) && { nice -n 19 $(SUBMAKE) test-clockfree >"$$log" 2>&1 & bg=$$!; } && \
-	echo "SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(PROCFLAGS) $(PROC_PKGS)" && \
-	{ SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd $(GO) test -p 1 $(PROCFLAGS) $(PROC_PKGS); proc=$$?; } ; \
+	$(WITH_ETCD) $(GO) test -p 2 $(TESTFLAGS) $$pkgs
+	@echo "make test-clockfree runs at nice 19 beside the suites below; its output follows theirs"
+	@echo '$(PROC_TEST)'
+	@log=$$(mktemp) || exit 1; \
+	nice -n 19 $(SUBMAKE) test-clockfree >"$$log" 2>&1 & bg=$$!; \
+	$(PROC_TEST); proc=$$?; \
 	wait $$bg; clockfree=$$?; cat "$$log"; rm -f "$$log"; \
 	[ $$proc -eq 0 ] || echo "make test: the multi-process suites failed" >&2; \
 	[ $$clockfree -eq 0 ] || echo "make test: make test-clockfree failed" >&2; \
