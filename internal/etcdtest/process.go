@@ -163,7 +163,62 @@ func (p *Process) Pid() int {
 
 // Pause stops the process (SIGSTOP): it holds its connections open and
 // answers nothing, like a stalled host.
-func (p *Process) Pause() { p.signal(syscall.SIGSTOP) }
+//
+// It returns once every thread of the process has stopped. The kernel
+// stops a multi-threaded process by waking one thread, which then stops
+// the others: on a loaded machine the rest go on serving for a while
+// after the signal is sent, long enough to answer a put.
+func (p *Process) Pause() {
+	p.signal(syscall.SIGSTOP)
+	if pid := p.Pid(); pid != 0 {
+		if err := waitStopped(pid, 10*time.Second); err != nil {
+			p.t.Fatalf("pause etcd: %v", err)
+		}
+	}
+}
+
+// waitStopped polls /proc until every thread of pid is stopped, or the
+// process is gone.
+func waitStopped(pid int, d time.Duration) error {
+	task := fmt.Sprintf("/proc/%d/task", pid)
+	deadline := time.Now().Add(d)
+	for {
+		running, err := runningThreads(task)
+		if err != nil || running == 0 {
+			return nil // gone (or not Linux): nothing is left to answer
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d: %d threads still running %v after SIGSTOP", pid, running, d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// runningThreads counts the threads under a /proc/<pid>/task directory
+// whose state is not stopped (T) or a zombie.
+func runningThreads(task string) (int, error) {
+	ents, err := os.ReadDir(task)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join(task, e.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			continue
+		}
+		if st := stat[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+			n++
+		}
+	}
+	return n, nil
+}
 
 // Resume continues a paused process (SIGCONT).
 func (p *Process) Resume() { p.signal(syscall.SIGCONT) }

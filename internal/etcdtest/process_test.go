@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,6 +37,26 @@ func TestProcessPauseResumeKill(t *testing.T) {
 		t.Fatalf("put after Restart: %v", err)
 	}
 	p.Stop()
+}
+
+// TestPauseReturnsWithEveryThreadStopped: Pause returns only once no
+// thread of etcd can answer. Sending SIGSTOP alone left threads running
+// right after it in most tries, and under make test's load a put sent
+// then was answered (TestProcessPauseResumeKill failed so on 12-06).
+func TestPauseReturnsWithEveryThreadStopped(t *testing.T) {
+	p := StartProcess(t)
+	task := "/proc/" + strconv.Itoa(p.Pid()) + "/task"
+	for i := range 20 {
+		p.Pause()
+		running, err := runningThreads(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if running > 0 {
+			t.Fatalf("try %d: %d threads of etcd still running after Pause returned", i, running)
+		}
+		p.Resume()
+	}
 }
 
 // TestBuildEtcdOnceUnderLock builds (or finds cached) the etcd binary from
