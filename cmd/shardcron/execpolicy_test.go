@@ -29,6 +29,7 @@ import (
 // allowed program and fails the others without starting them, saying why
 // in the run's history; with --exec=false it runs no exec job at all.
 func TestExecAllowAndDisable(t *testing.T) {
+	besideOthers(t)
 	trueBin, echoBin := lookPath(t, "true"), lookPath(t, "echo")
 	for _, tc := range []struct {
 		name    string
@@ -77,6 +78,7 @@ func TestExecAllowAndDisable(t *testing.T) {
 // directory does not lead out of it, and an allowed interpreter does not
 // take BASH_ENV from the job.
 func TestExecAllowContains(t *testing.T) {
+	besideOthers(t)
 	bash, sh := lookPath(t, "bash"), lookPath(t, "sh")
 	serverBin, planted, allowedDir := t.TempDir(), t.TempDir(), t.TempDir()
 	script := func(path, body string) string {
@@ -91,7 +93,7 @@ func TestExecAllowContains(t *testing.T) {
 	if err := os.Symlink(sh, filepath.Join(allowedDir, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", serverBin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	serverPath := "PATH=" + serverBin + string(os.PathListSeparator) + os.Getenv("PATH")
 
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client(t)
@@ -115,7 +117,7 @@ func TestExecAllowContains(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=contains"}
-	srv := startProc(t, "server", "server", "--cluster", "contains", "--node-id", "solo",
+	srv := startProcEnv(t, "server", []string{serverPath}, "server", "--cluster", "contains", "--node-id", "solo",
 		"--etcd-endpoints", etcd.Endpoint(), "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s",
 		"--exec-allow", "backup,"+allowedDir+"/,"+bash)
 	srv.HTTPAddr(30 * time.Second)
@@ -170,6 +172,7 @@ func finished(r scheduler.Entry) bool {
 // replica's /proc/PID/environ (its job secrets, an env-supplied etcd
 // password) nor its memory.
 func TestExecJobCannotReadServerEnviron(t *testing.T) {
+	besideOthers(t)
 	const marker = "environ-secret-marker-5k2j"
 	etcd := etcdtest.Start(t)
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=environ"}

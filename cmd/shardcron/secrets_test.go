@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +26,7 @@ import (
 // and refused commands. The markers must reach the job targets and nowhere
 // else.
 func TestNoSecretLeaks(t *testing.T) {
+	besideOthers(t)
 	secrets := map[string]string{
 		"header":   "hdr-secret-marker-a1b2c3",
 		"url":      "url-secret-marker-d4e5f6",
@@ -160,18 +161,9 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 }
 
-// startProcEnv is startProc with extra environment variables.
+// startProcEnv is startProc with extra environment variables, set on the
+// child alone so that tests running side by side keep their own.
 func startProcEnv(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	defer func() {
-		for _, kv := range env {
-			k, _, _ := strings.Cut(kv, "=")
-			os.Unsetenv(k)
-		}
-	}()
-	return startProc(t, name, args...)
+	return startProcCmd(t, name, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, env...) }, args...)
 }
