@@ -6,7 +6,9 @@ PKGS     := ./...
 # the in-process packages under -race, two packages at a time (-p 2), then
 # the multi-process suites (PROC_PKGS) one package at a time (-p 1), with
 # no other clock-bound test beside them, so nothing starves their lease
-# renewals (TTLs of 2-3 s). The multi-process suites run their test binary
+# renewals (TTLs of 2-3 s); inside cmd/shardcron, the tests whose clusters
+# mostly wait on ticks (besideOthers) then run PROC_PARALLEL at a time,
+# after the serial ones. The multi-process suites run their test binary
 # without -race but with -tags racebin, which builds the shardcron binary
 # they start with -race: the concurrency of a process test is in the
 # replicas; the test binary only starts, signals and polls them.
@@ -22,6 +24,11 @@ MODULE    := github.com/shardcron/shardcron
 PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
+PROC_PARALLEL ?= 4
+# The longest in-process packages, named first: go test starts test
+# binaries in the order it is given them, and with shard last (the
+# alphabet's order) the phase ended on it alone for over a minute.
+SLOW_PKGS := ./jobstore ./shard ./lease ./runner ./scheduler
 # make itself, named through a variable where a recipe line also runs the
 # suites: a line that names $(MAKE) directly runs even under `make -n`.
 SUBMAKE = $(MAKE) --no-print-directory
@@ -49,10 +56,10 @@ run: build
 # cmd/shardcron), and the browser test of the dashboard, which drives
 # Chromium (`apt-get install chromium`; with CI=true a missing one fails).
 WITH_ETCD := SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd
-PROC_TEST  = $(WITH_ETCD) $(GO) test -p 1 $(PROCFLAGS) $(PROC_PKGS)
+PROC_TEST  = $(WITH_ETCD) $(GO) test -p 1 -parallel $(PROC_PARALLEL) $(PROCFLAGS) $(PROC_PKGS)
 
 test: etcd test-alerts
-	pkgs=$$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS) $(CLOCKFREE_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))')) && \
+	pkgs="$$($(GO) list $(SLOW_PKGS)) $$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS) $(CLOCKFREE_PKGS) $(SLOW_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))'))" && \
 	$(WITH_ETCD) $(GO) test -p 2 $(TESTFLAGS) $$pkgs
 	@echo "make test-clockfree runs at nice 19 beside the suites below; its output follows theirs"
 	@echo '$(PROC_TEST)'

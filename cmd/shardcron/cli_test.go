@@ -79,6 +79,7 @@ func TestBadInputExitsNonZeroNamingFileLineField(t *testing.T) {
 }
 
 func TestApplyDryRunExportStatus(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=cli"}
 	// alpha posts to a port nothing listens on: its runs fail, visibly.
@@ -263,6 +264,7 @@ func TestHealthzServedWhileEtcdUnreachable(t *testing.T) {
 // TestStatusNegativeLimit: a bad --limit is a usage error with a clear
 // message, not a crash.
 func TestStatusNegativeLimit(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

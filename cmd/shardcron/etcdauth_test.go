@@ -60,6 +60,7 @@ func secureEtcd(t *testing.T) (*etcdtest.Process, *etcdtest.Certs, string) {
 // etcd's CA, or with a wrong password, every command fails, and no message
 // holds the password.
 func TestEtcdTLSAndAuth(t *testing.T) {
+	besideOthers(t)
 	etcd, certs, password := secureEtcd(t)
 	pwFile := writeFile(t, "etcd-password", password+"\n")
 	tlsEnv := []string{
@@ -130,6 +131,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 // ignored; a password bound for an endpoint beyond loopback without TLS is
 // refused unless --etcd-cleartext-password accepts it.
 func TestEtcdClearTransportRefused(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t) // plain http on loopback
 	certs := etcdtest.GenerateCerts(t)
 	tlsArgs := []string{"--etcd-endpoints", etcd.Endpoint(), "--etcd-cacert", certs.CA, "--etcd-cert", certs.ClientCert, "--etcd-key", certs.ClientKey}

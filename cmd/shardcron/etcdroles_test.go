@@ -83,6 +83,7 @@ func etcdWithRoles(t *testing.T, cluster string, roles []etcdRole) *etcdtest.Pro
 // but can neither apply a job set nor write jobs/ (or the records and
 // leases) directly.
 func TestEtcdLeastPrivilegeRoles(t *testing.T) {
+	besideOthers(t)
 	const cluster = "roles"
 	roles := clusterRoles()
 	etcd := etcdWithRoles(t, cluster, roles)

@@ -52,6 +52,7 @@ func TestServerRefusesOpenHTTPBeyondLoopback(t *testing.T) {
 // token, every non-GET needs an operate token, refusals are counted and
 // logged without the token, and plain HTTP gets no answer.
 func TestHTTPTLSAndTokens(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t)
 	certs := etcdtest.GenerateCerts(t)
 	const readTok, operateTok = "read-tok-marker-1111111111", "operate-tok-marker-2222222222"

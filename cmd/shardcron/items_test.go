@@ -22,6 +22,7 @@ import (
 // a message naming the member, and nothing is applied; once every member
 // has them, it applies.
 func TestApplyRefusesItemsAMemberLacks(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=features"}
 	srv := startProc(t, "server", "server", "--cluster", "features", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),

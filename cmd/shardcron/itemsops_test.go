@@ -23,6 +23,7 @@ import (
 // items' command, mkdir of one directory, succeeds for the first item to
 // run it only.
 func TestTriggerAndHistoryOfItems(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := opsEnv(etcd, "items")
 	lock := filepath.Join(t.TempDir(), "lock")

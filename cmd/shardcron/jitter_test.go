@@ -22,6 +22,7 @@ import (
 // carries the scheduled tick; each tick runs once, or again only as a
 // marked re-run (the SIGTERM's drain may cut a run under way).
 func TestJitterAcrossOwnersThroughProcesses(t *testing.T) {
+	besideOthers(t)
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // (the changed part and one page) once every member reads it; the server
 // runs each set it is given.
 func TestApplyWritesTheFormatEveryMemberReads(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := []string{"SHARDCRON_ETCD_ENDPOINTS=" + etcd.Endpoint(), "SHARDCRON_CLUSTER=formats"}
 	set := func(name, every string) string {

@@ -116,6 +116,7 @@ func validSignature(header string, body []byte) bool {
 // one job every 8 s, about half a minute of waiting for ticks and little
 // CPU, so neither starves the other's renewals.
 func TestNotificationsThroughProcesses(t *testing.T) {
+	besideOthers(t)
 	for _, kill := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
 			t.Parallel()
@@ -251,6 +252,7 @@ func startNotifyServer(t *testing.T, etcd *etcdtest.Process, cluster, node strin
 // TestValidateNeverShowsTheWebhook: validate's output, in every format,
 // holds no part of a notification webhook (its URL, headers, secret).
 func TestValidateNeverShowsTheWebhook(t *testing.T) {
+	besideOthers(t)
 	jobs := writeFile(t, "jobs.yaml", "defaults:\n"+
 		"  notify: {webhook: {url: \"http://hooks.internal/?k=url-s3cret\", headers: {X-K: header-s3cret}, secret: literal-s3cret}}\n"+
 		"jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n")

@@ -19,6 +19,7 @@ import (
 // whose instant passed while no replica ran runs once when one comes back.
 // Each run appends its tick to a file of its own: the ledger.
 func TestOneShotThroughProcesses(t *testing.T) {
+	besideOthers(t)
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Fatal(err)

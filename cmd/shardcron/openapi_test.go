@@ -69,6 +69,7 @@ type apiOperation struct {
 // with exactly the documented field names (schemas are closed). The CLI's
 // -o json of the same things matches the same schemas.
 func TestAPIResponsesMatchOpenAPI(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := opsEnv(etcd, "openapi")
 	closed, err := etcdembed.FreeAddr()

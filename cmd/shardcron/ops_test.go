@@ -59,6 +59,7 @@ func cliJSON(t *testing.T, env []string, v any, args ...string) {
 // starts it again from the resume, and no tick that came due while it was
 // suspended ever runs, although its misfire policy is run_all.
 func TestSuspendResumeThroughProcesses(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	env := opsEnv(etcd, "suspend")
 	led := newSink(slog.New(slog.DiscardHandler))
@@ -145,6 +146,7 @@ func TestSuspendResumeThroughProcesses(t *testing.T) {
 // from etcd, so they stay visible after the replica that ran them is
 // SIGKILLed.
 func TestHistoryAfterOwnerKilled(t *testing.T) {
+	besideOthers(t)
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +210,7 @@ func TestHistoryAfterOwnerKilled(t *testing.T) {
 // real membership and the meta's ring, equals the moves that happen when
 // the replica really joins.
 func TestPlanPredictsMoves(t *testing.T) {
+	besideOthers(t)
 	const shards = 64
 	etcd := etcdtest.StartProcess(t)
 	env := opsEnv(etcd, "plan")
@@ -287,6 +290,7 @@ func runCLIStdin(t *testing.T, stdin string, args ...string) (stdout, stderr str
 // is refused by this binary, which registers no function, naming the file,
 // line and field.
 func TestStdinFormatsAndFuncJobs(t *testing.T) {
+	besideOthers(t)
 	good := "jobs:\n  - {name: a, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n"
 	out, stderr, code := runCLIStdin(t, good, "validate", "-f", "-")
 	if code != 0 || out != "<stdin>: 1 jobs, valid\n" {

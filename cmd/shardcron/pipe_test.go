@@ -11,6 +11,7 @@ import (
 // (shardcron status | head) exits 0 and says nothing, rather than dying of
 // SIGPIPE, which docker compose and shells report as an error.
 func TestClosedStdoutExitsQuietly(t *testing.T) {
+	besideOthers(t)
 	for _, args := range [][]string{{"version"}, {"validate", "-f", "../../examples/jobs.yaml", "-o", "json"}} {
 		r, w, err := os.Pipe()
 		if err != nil {

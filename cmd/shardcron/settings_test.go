@@ -12,6 +12,7 @@ import (
 // same precedence; an empty variable counts as unset, as it does for server
 // (etcdconn.go used to take an empty SHARDCRON_ETCD_ENDPOINTS as a value).
 func TestClientCommandsReadTheSettingsFile(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t)
 	settings := writeFile(t, "shardcron.yaml", "cluster: from-file\netcd_endpoints: ["+etcd.Endpoint()+"]\nlease_ttl: 3s\nshards: 16\n")
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n  - {name: filed, schedule: \"@every 1m\", exec: {command: [\"true\"]}}\n")

@@ -41,6 +41,7 @@ func startTracedServer(t *testing.T, etcd *etcdtest.Process, cluster string, ote
 // collector is unreachable fires all the same and counts the spans it
 // drops.
 func TestTracesThroughProcesses(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	rc := otlptest.Start(t)
 

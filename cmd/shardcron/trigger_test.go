@@ -91,6 +91,7 @@ func triggerOut(t *testing.T, env []string, args ...string) (control.TriggerResu
 // a job with retries whose receiver fails the first two attempts succeeds
 // on the third, which history and the metric count.
 func TestTriggerCommand(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	rx := &triggerSink{}
 	srv := httptest.NewServer(rx)
@@ -207,6 +208,7 @@ func httpPost(t *testing.T, addr, path string) (int, string) {
 // runs exactly once, on the successor, and the run the drain waited for
 // completes on the old owner once.
 func TestTriggerDuringGracefulHandoff(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	rx := &triggerSink{slowFor: 5 * time.Second}
 	srv := httptest.NewServer(rx)

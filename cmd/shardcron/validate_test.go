@@ -14,6 +14,7 @@ import (
 // suspended job lists none; the table output stays one line; bad --next
 // and --from are usage errors.
 func TestValidateSchedules(t *testing.T) {
+	besideOthers(t)
 	file := "jobs:\n" +
 		"  - {name: spread-a, schedule: \"H H * * * *\", exec: {command: [\"true\"]}}\n" +
 		"  - {name: spread-b, schedule: \"H H * * * *\", timezone: Europe/Berlin, exec: {command: [\"true\"]}}\n" +
@@ -72,6 +73,7 @@ func TestValidateSchedules(t *testing.T) {
 // one-shot's instant, max_runs counted from --from, and marks jobs with no
 // fire left as finished; bad values name file, line and field.
 func TestValidateShapedSchedules(t *testing.T) {
+	besideOthers(t)
 	file := "jobs:\n" +
 		"  - {name: spread, schedule: \"*/30 * * * * *\", jitter: 20s, exec: {command: [\"true\"]}}\n" +
 		"  - {name: once, at: 2026-03-08T00:05:00Z, exec: {command: [\"true\"]}}\n" +
@@ -116,6 +118,7 @@ func TestValidateShapedSchedules(t *testing.T) {
 // count; with a jitter each item's fire times are its own (hashed from
 // the item's unit name), every one within [tick, tick+jitter).
 func TestValidateItemSchedules(t *testing.T) {
+	besideOthers(t)
 	file := "jobs:\n" +
 		"  - {name: split, schedule: \"*/30 * * * * *\", items: 3, exec: {command: [\"true\"]}}\n" +
 		"  - {name: tenants, schedule: \"*/30 * * * * *\", item_names: [acme, globex], jitter: 20s, exec: {command: [\"true\"]}}\n"
