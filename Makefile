@@ -24,7 +24,7 @@ MODULE    := github.com/shardcron/shardcron
 PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
-PROC_PARALLEL ?= 4
+PROC_PARALLEL ?= 6
 # The longest in-process packages, named first: go test starts test
 # binaries in the order it is given them, and with shard last (the
 # alphabet's order) the phase ended on it alone for over a minute.

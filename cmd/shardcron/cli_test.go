@@ -203,6 +203,7 @@ func TestApplyDryRunExportStatus(t *testing.T) {
 }
 
 func TestDevPrintsAddressesAndStopsCleanly(t *testing.T) {
+	besideOthers(t)
 	jobs := writeFile(t, "jobs.yaml", "jobs:\n  - name: tick\n    schedule: \"* * * * * *\"\n    http: {url: \"${SHARDCRON_JOB_SINK_URL}/tick\"}\n    timeout: 2s\n")
 	p := startProc(t, "dev", "dev", "--replicas", "2", "--jobs", jobs, "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s")
 	p.HTTPAddr(60 * time.Second)

@@ -73,6 +73,7 @@ const crossSiteJobs = "jobs:\n  - {name: guarded-job, schedule: \"@every 1h\", e
 // page, which reads with the browser's Basic login, still loads its state
 // and event stream.
 func TestCrossSiteWritesRefused(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t)
 	const readTok, operateTok = "read-tok-xsite-1111111111", "operate-tok-xsite-2222222222"
 	srv := startProc(t, "server", "server", "--cluster", "xsite", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
@@ -130,6 +131,7 @@ func TestCrossSiteWritesRefused(t *testing.T) {
 // IP address, so a page that rebinds its own name to 127.0.0.1 reads and
 // writes nothing; the open probes answer whatever the Host.
 func TestTokenlessListenerChecksHost(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.Start(t)
 	srv := startProc(t, "server", "server", "--cluster", "rebind", "--node-id", "solo", "--etcd-endpoints", etcd.Endpoint(),
 		"--lease-ttl", "3s", "--shards", "4", "--http-addr", "127.0.0.1:0", "--jobs", writeFile(t, "jobs.yaml", crossSiteJobs))

@@ -21,6 +21,7 @@ import (
 // not listen beyond loopback unless told --insecure-http; dev listens only
 // on loopback.
 func TestServerRefusesOpenHTTPBeyondLoopback(t *testing.T) {
+	besideOthers(t)
 	for _, args := range [][]string{
 		{"server", "--etcd-endpoints", "http://127.0.0.1:1", "--http-addr", "0.0.0.0:0"},
 		{"server", "--etcd-endpoints", "http://127.0.0.1:1"}, // the default :8080

@@ -240,6 +240,7 @@ var tokenSeries = regexp.MustCompile(`^shardcron_ownership_shard_token\{owner="(
 // exports (histograms by their _bucket series), so a renamed metric cannot
 // leave a dashboard panel silently empty.
 func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
+	besideOthers(t)
 	etcd := etcdtest.StartProcess(t)
 	p := startProc(t, "solo", "server", "--cluster", "grafana", "--node-id", "solo",
 		"--etcd-endpoints", etcd.Endpoint(), "--http-addr", "127.0.0.1:0", "--lease-ttl", "3s", "--shards", "4")

@@ -196,6 +196,7 @@ func spanByID(rc *otlptest.Receiver, id string) *otlptest.Span {
 // An OTEL_* value tracing cannot follow stops server before anything
 // starts, exit status 2, naming the variable.
 func TestBadTracingConfigRefused(t *testing.T) {
+	besideOthers(t)
 	_, stderr, code := runCLI(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER=sometimes"},
 		"server", "--etcd-endpoints", "http://127.0.0.1:1", "--http-addr", "127.0.0.1:0")
 	if code != 2 || !strings.Contains(stderr, "OTEL_TRACES_SAMPLER") {
