@@ -27,7 +27,7 @@ CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
 PROC_PARALLEL ?= 6
 # The longest in-process packages, named first: go test starts test
 # binaries in the order it is given them, and with shard last (the
-# alphabet's order) the phase ended on it alone for over a minute.
+# alphabet's order) the phase ended on it alone for about a minute.
 SLOW_PKGS := ./jobstore ./shard ./lease ./runner ./scheduler
 # make itself, named through a variable where a recipe line also runs the
 # suites: a line that names $(MAKE) directly runs even under `make -n`.
