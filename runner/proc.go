@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/shardcron/shardcron/internal/procstat"
 )
 
 // asFile returns w as a file a child can write to directly: w itself when it
@@ -78,17 +79,10 @@ func childrenOf(ppid int) []int {
 
 // parentOf reads a process's parent pid from /proc/<pid>/stat.
 func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := procstat.Read(pid, 0)
 	if err != nil {
 		return 0, err
 	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-	// so split after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 2 {
 		return 0, errors.New("malformed stat")
 	}

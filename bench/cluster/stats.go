@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardcron/shardcron/internal/procstat"
 )
 
 // lagStats summarises a set of lags, in milliseconds.
@@ -99,15 +101,11 @@ func (m metrics) sum(name string, want ...string) float64 {
 const clockTicks = 100
 
 // parseCPU returns utime+stime, in seconds, from the text of /proc/<pid>/stat.
-// The command name (field 2) may hold spaces and parentheses, so fields are
-// counted from the last ')'.
 func parseCPU(stat string) (float64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("cpu: malformed stat %q", stat)
+	f, err := procstat.Fields([]byte(stat))
+	if err != nil {
+		return 0, fmt.Errorf("cpu: %w", err)
 	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
 	if len(f) < 13 {
 		return 0, fmt.Errorf("cpu: short stat %q", stat)
 	}

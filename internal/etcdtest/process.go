@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shardcron/shardcron/internal/etcdembed"
+	"github.com/shardcron/shardcron/internal/procstat"
 )
 
 // Process is a real etcd server process, for multi-process suites: it can
@@ -180,10 +182,9 @@ func (p *Process) Pause() {
 // waitStopped polls /proc until every thread of pid is stopped, or the
 // process is gone.
 func waitStopped(pid int, d time.Duration) error {
-	task := fmt.Sprintf("/proc/%d/task", pid)
 	deadline := time.Now().Add(d)
 	for {
-		running, err := runningThreads(task)
+		running, err := runningThreads(pid)
 		if err != nil || running == 0 {
 			return nil // gone (or not Linux): nothing is left to answer
 		}
@@ -194,26 +195,24 @@ func waitStopped(pid int, d time.Duration) error {
 	}
 }
 
-// runningThreads counts the threads under a /proc/<pid>/task directory
-// whose state is not stopped (T) or a zombie.
-func runningThreads(task string) (int, error) {
-	ents, err := os.ReadDir(task)
+// runningThreads counts the threads of pid whose state is neither stopped
+// (T, t) nor dead (Z, X).
+func runningThreads(pid int) (int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, e := range ents {
-		stat, err := os.ReadFile(filepath.Join(task, e.Name(), "stat"))
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procstat.Read(pid, tid)
 		if err != nil {
 			continue // the thread exited
 		}
-		// The state follows the command name, which is in parentheses
-		// and may itself hold spaces or parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 || i+2 >= len(stat) {
-			continue
-		}
-		if st := stat[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+		if !strings.ContainsAny(f[0], "TtZX") {
 			n++
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,10 +44,9 @@ func TestProcessPauseResumeKill(t *testing.T) {
 // then was answered (TestProcessPauseResumeKill failed so on 12-06).
 func TestPauseReturnsWithEveryThreadStopped(t *testing.T) {
 	p := StartProcess(t)
-	task := "/proc/" + strconv.Itoa(p.Pid()) + "/task"
 	for i := range 20 {
 		p.Pause()
-		running, err := runningThreads(task)
+		running, err := runningThreads(p.Pid())
 		if err != nil {
 			t.Fatal(err)
 		}
