@@ -16,7 +16,7 @@ PKGS     := ./...
 # and testing/synctest bubbles; cmd/shardcron's in-process tests,
 # PROC_INPROC_TESTS, under -race; go vet; the Kubernetes check) runs
 # beside the multi-process suites at the lowest priority (nice 19), in the
-# CPU they leave idle: half to nine tenths of two cores. Times in
+# CPU their serial tests leave idle: half to nine tenths of two cores. Times in
 # docs/development.md.
 TESTFLAGS ?= -race -count=1 -timeout 20m
 PROCFLAGS ?= -tags racebin -count=1 -timeout 20m
@@ -25,9 +25,10 @@ PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
 PROC_PARALLEL ?= 6
-# The longest in-process packages, named first: go test starts test
-# binaries in the order it is given them, and with shard last (the
-# alphabet's order) the phase ended on it alone for about a minute.
+# The longest in-process packages, named first (go list keeps the order
+# it is given and names a package once): go test starts test binaries in
+# that order, and with shard last (the alphabet's order) the phase ended
+# on it alone for about a minute.
 SLOW_PKGS := ./jobstore ./shard ./lease ./runner ./scheduler
 # make itself, named through a variable where a recipe line also runs the
 # suites: a line that names $(MAKE) directly runs even under `make -n`.
@@ -59,7 +60,7 @@ WITH_ETCD := SHARDCRON_ETCD_BIN=$(CURDIR)/$(BIN)/etcd
 PROC_TEST  = $(WITH_ETCD) $(GO) test -p 1 -parallel $(PROC_PARALLEL) $(PROCFLAGS) $(PROC_PKGS)
 
 test: etcd test-alerts
-	pkgs="$$($(GO) list $(SLOW_PKGS)) $$($(GO) list $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS) $(CLOCKFREE_PKGS) $(SLOW_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))'))" && \
+	pkgs=$$($(GO) list $(SLOW_PKGS) $(PKGS) | grep -v -x $(foreach p,$(PROC_PKGS) $(CLOCKFREE_PKGS),-e '$(MODULE)/$(patsubst ./%,%,$(p))')) && \
 	$(WITH_ETCD) $(GO) test -p 2 $(TESTFLAGS) $$pkgs
 	@echo "make test-clockfree runs at nice 19 beside the suites below; its output follows theirs"
 	@echo '$(PROC_TEST)'

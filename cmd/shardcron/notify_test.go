@@ -111,10 +111,7 @@ func validSignature(header string, body []byte) bool {
 // succeeding sends exactly one failure notification (after the third
 // failure) and one recovery, signed, with the run's identity, also when
 // the owner is SIGKILLed between the second failure and the third.
-//
-// The two cases run side by side: each is an etcd and two replicas with
-// one job every 8 s, about half a minute of waiting for ticks and little
-// CPU, so neither starves the other's renewals.
+// The two cases, each an etcd and two replicas, run side by side as well.
 func TestNotificationsThroughProcesses(t *testing.T) {
 	besideOthers(t)
 	for _, kill := range []bool{false, true} {
