@@ -115,6 +115,13 @@ func startProc(t testing.TB, name string, args ...string) *proc {
 	return startProcCmd(t, name, nil, args...)
 }
 
+// startProcEnv is startProc with extra environment variables, set on the
+// child alone so that tests running side by side keep their own.
+func startProcEnv(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	return startProcCmd(t, name, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, env...) }, args...)
+}
+
 // startProcCmd is startProc with a hook that adjusts the command (its
 // credentials, its binary) before it starts.
 func startProcCmd(t testing.TB, name string, adjust func(*exec.Cmd), args ...string) *proc {

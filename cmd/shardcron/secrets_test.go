@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -159,11 +158,4 @@ func TestNoSecretLeaks(t *testing.T) {
 			t.Logf("---- %s ----\n%s", where, text)
 		}
 	}
-}
-
-// startProcEnv is startProc with extra environment variables, set on the
-// child alone so that tests running side by side keep their own.
-func startProcEnv(t *testing.T, name string, env []string, args ...string) *proc {
-	t.Helper()
-	return startProcCmd(t, name, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, env...) }, args...)
 }
