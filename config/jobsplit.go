@@ -45,7 +45,7 @@ var errNotSplit = errors.New("config: not split")
 // above), with the same results as parseWhole; errNotSplit leaves the file
 // to parseWhole.
 func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
-	if len(data) > maxFileSize || !utf8.Valid(data) {
+	if len(data) > maxFileSize || !utf8.Valid(data) || !yamlReadable(data) {
 		return nil, errNotSplit
 	}
 	l, ok := splitJobs(data)
@@ -75,6 +75,23 @@ func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*
 		return nil, &splitFailed{items: l.items, at: at}
 	}
 	return r.result()
+}
+
+// yamlReadable reports whether data (valid UTF-8) holds only characters a
+// YAML stream may: yaml.v3 refuses any other anywhere, comments included.
+// parseSplit never parses the comments between "jobs:" and the first
+// entry, so such a file goes to parseWhole, which names the character's
+// line and column.
+func yamlReadable(data []byte) bool {
+	for _, r := range string(data) { // ranging over the conversion copies nothing
+		switch {
+		case r >= 0x20 && r <= 0x7e, r == '\n', r == '\t', r == '\r', r == 0x85,
+			r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // entryBatch is how many entries a worker parses and checks at a time.
