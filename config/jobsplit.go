@@ -45,7 +45,7 @@ var errNotSplit = errors.New("config: not split")
 // above), with the same results as parseWhole; errNotSplit leaves the file
 // to parseWhole.
 func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*jobReader, error) {
-	if len(data) > maxFileSize || !utf8.Valid(data) || !yamlReadable(data) {
+	if len(data) > maxFileSize || !utf8.Valid(data) {
 		return nil, errNotSplit
 	}
 	l, ok := splitJobs(data)
@@ -79,9 +79,6 @@ func parseSplit(filename string, data []byte, o JobsOptions, each func(*Job)) (*
 
 // yamlReadable reports whether data (valid UTF-8) holds only characters a
 // YAML stream may: yaml.v3 refuses any other anywhere, comments included.
-// parseSplit never parses the comments between "jobs:" and the first
-// entry, so such a file goes to parseWhole, which names the character's
-// line and column.
 func yamlReadable(data []byte) bool {
 	for _, r := range string(data) { // ranging over the conversion copies nothing
 		switch {
@@ -233,7 +230,12 @@ func splitJobs(data []byte) (l jobsLayout, ok bool) {
 		sp := len(text) - len(rest)
 		switch {
 		case len(rest) == 0 || rest[0] == '#':
-			// blank or a comment: part of the entry before it
+			// blank or a comment: part of the entry before it. Before the
+			// first entry it is parsed by no part, so a character YAML
+			// refuses there leaves the file to parseWhole, which names it.
+			if len(l.items) == 0 && !yamlReadable(text) {
+				return l, false
+			}
 		case sp == 0 && rest[0] != '-':
 			// the next top-level key (or ---, ...): the list ended
 			l.closeLast(off)
