@@ -24,7 +24,11 @@ MODULE    := github.com/shardcron/shardcron
 PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
-PROC_PARALLEL ?= 6
+# 1: the besideOthers tests run one at a time after the serial ones. At 6
+# they passed five runs, then three of them failed in CI on lateness
+# (a jittered tick run 8 s late, two trigger --wait timeouts): side by
+# side is not yet safe (docs/development.md).
+PROC_PARALLEL ?= 1
 # The longest in-process packages, named first (go list keeps the order
 # it is given and names a package once): go test starts test binaries in
 # that order, and with shard last (the alphabet's order) the phase ended
