@@ -25,7 +25,7 @@ PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
 # 1: the besideOthers tests run one at a time after the serial ones. At 6
-# they passed five runs, then three of them failed in CI on lateness
+# they passed six runs, then three of them failed in CI on lateness
 # (a jittered tick run 8 s late, two trigger --wait timeouts): side by
 # side is not yet safe (docs/development.md).
 PROC_PARALLEL ?= 1
