@@ -99,3 +99,32 @@ func TestExecAllowanceIsTheDeadlineInstant(t *testing.T) {
 	}
 	t.Logf("%d extensions sent", extensions)
 }
+
+// A supervisor slower to start than the allowance its spec carries (a
+// starved host: a Go binary, often race-built in tests, takes seconds to
+// boot beside busy cores) finds the extensions the replica sent meanwhile
+// and starts the job under the latest one, while the lease renews; it
+// refuses when the replica's answer is kill (the deadline really passed).
+// Refusing on the spec's allowance alone left a claimed tick unstarted on
+// a shard its owner still held: no run, no history, nobody to run it until
+// the shard moved (seen: `trigger --wait` with no outcome in 30 s).
+func TestSlowSupervisorStartsUnderTheLatestAllowance(t *testing.T) {
+	slow := func(c *Config) {
+		c.Supervisor = append([]string{"/bin/sh", "-c", `sleep 0.6; exec "$@"`, "slow-supervisor"}, supervisorArgv()...)
+		c.ExtendEvery = 50 * time.Millisecond
+	}
+	rn := newRunner(t, slow)
+	res := rn.Run(context.Background(), testRun(execJob("renewed", "true"), slidingDeadline{window: 200 * time.Millisecond}))
+	if res.Status != scheduler.StatusSucceeded {
+		t.Errorf("renewing lease, supervisor slower than one allowance: status %s (%s), want succeeded", res.Status, res.Detail)
+	} else {
+		rn.nextPids(t)
+	}
+
+	d := &freezableDeadline{window: 200 * time.Millisecond}
+	d.Freeze()
+	res = rn.Run(context.Background(), testRun(execJob("lapsed", "true"), d))
+	if res.Status != scheduler.StatusCancelled || !strings.Contains(res.Detail, "safe deadline passed") {
+		t.Errorf("lease lapsed before the supervisor started: status %s (%s), want cancelled, safe deadline passed", res.Status, res.Detail)
+	}
+}

@@ -218,8 +218,14 @@ func (e *execRun) result(ctx context.Context, rep *report, local string) schedul
 		return failed("supervisor ended without a report: %v", e.waitErr)
 	}
 	if !rep.Started {
-		if rep.Reason == reasonDeadline {
+		switch rep.Reason {
+		case reasonDeadline: // a supervisor of an earlier release, read the spec's allowance only
 			return deadlinePassed("not started")
+		case reasonKill, reasonTerm, reasonGone:
+			if local == reasonDeadline {
+				return deadlinePassed("not started")
+			}
+			return stopped(ctx, e.r, "not started")
 		}
 		return failed("start: %s", rep.Error)
 	}

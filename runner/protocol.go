@@ -17,6 +17,9 @@ import (
 // Replica to supervisor, on the supervisor's stdin:
 //
 //	{spec JSON}        first line: what to start, and the first allowance
+//	                   (read after it passed, the supervisor waits for the
+//	                   next message: an extension starts the job, term,
+//	                   kill or the pipe's close refuse it)
 //	until <ns>         the job may act until CLOCK_BOOTTIME reads ns
 //	term               orderly stop: SIGTERM, SIGKILL after the grace
 //	kill               SIGKILL at once

@@ -103,8 +103,8 @@ func (s *supervisor) run(jobOut io.Writer) report {
 	if err := json.Unmarshal([]byte(line), &s.sp); err != nil || len(s.sp.Argv) == 0 || !filepath.IsAbs(s.sp.Path) {
 		return report{Error: fmt.Sprintf("bad job spec: %v", err)}
 	}
-	if boottime() >= s.sp.Until {
-		return report{Reason: reasonDeadline, Error: "safe deadline passed before start"}
+	if rep, ok := s.awaitAllowance(); !ok {
+		return rep
 	}
 	outFile, closeOut, err := asFile(jobOut)
 	if err != nil {
@@ -138,6 +138,33 @@ func (s *supervisor) run(jobOut io.Writer) report {
 	rep := s.watch(exited, ctl)
 	s.cleanup(reaped)
 	return rep
+}
+
+// awaitAllowance returns once the job may start. The spec's allowance was
+// the safe deadline when the replica started us; a supervisor slower to
+// start than that (a starved host) reads the replica's messages sent
+// meanwhile, one every ExtendEvery: an extension lets the job start, and
+// kill, term or the pipe's close refuse it. Refusing on the spec alone
+// left the replica a tick it claimed, could still run, and never did.
+func (s *supervisor) awaitAllowance() (report, bool) {
+	for boottime() >= s.sp.Until {
+		line, err := s.in.ReadString('\n')
+		if err != nil {
+			return report{Reason: reasonGone, Error: "the replica closed the pipe before the start"}, false
+		}
+		switch verb, arg := parseLine(line); verb {
+		case msgUntil:
+			var u int64
+			if _, err := fmt.Sscan(arg, &u); err == nil {
+				s.sp.Until = u
+			}
+		case msgTerm:
+			return report{Reason: reasonTerm, Error: "stopped by the replica before the start"}, false
+		case msgKill:
+			return report{Reason: reasonKill, Error: "killed by the replica before the start"}, false
+		}
+	}
+	return report{}, true
 }
 
 // watch waits for the job's main process, enforcing the allowance and the
