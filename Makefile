@@ -24,11 +24,11 @@ MODULE    := github.com/shardcron/shardcron
 PROC_PKGS := ./cmd/shardcron ./docs
 PROC_INPROC_TESTS := ^(TestUnknownEnvIsNamed|TestHistoryTableTraceColumn|TestLogWriterNeverBlocksAndCountsDrops)$$
 CLOCKFREE_PKGS := ./sim ./config ./config/settings ./cronspec ./rebalance
-# 1: the besideOthers tests run one at a time after the serial ones. At 6
-# they passed six runs, then three of them failed in CI on lateness
-# (a jittered tick run 8 s late, two trigger --wait timeouts): side by
-# side is not yet safe (docs/development.md).
-PROC_PARALLEL ?= 1
+# How many besideOthers tests run at once, after the serial ones. At 6,
+# CI once failed three: the jitter test read ledger order as tick order
+# (79c3977), and a race-built supervisor slower to start than its first
+# allowance refused trigger --wait's runs (07bf2cf); docs/development.md.
+PROC_PARALLEL ?= 6
 # The longest in-process packages, named first (go list keeps the order
 # it is given and names a package once): go test starts test binaries in
 # that order, and with shard last (the alphabet's order) the phase ended
