@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +31,18 @@ func recordingSupervisorMain(args []string) int {
 		return 2
 	}
 	defer f.Close()
-	return SuperviseMain(nil, io.TeeReader(os.Stdin, f), os.Stdout, os.Stderr)
+	// The supervisor reads a pipe (its stdin) by its descriptor: give it
+	// one that a copy of stdin fills, writing the log on the way.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(pw, f), os.Stdin)
+		pw.Close()
+	}()
+	return SuperviseMain(nil, pr, os.Stdout, os.Stderr)
 }
 
 // stallingDeadline is a safe deadline fixed at the CLOCK_BOOTTIME instant
@@ -126,5 +138,38 @@ func TestSlowSupervisorStartsUnderTheLatestAllowance(t *testing.T) {
 	res = rn.Run(context.Background(), testRun(execJob("lapsed", "true"), d))
 	if res.Status != scheduler.StatusCancelled || !strings.Contains(res.Detail, "safe deadline passed") {
 		t.Errorf("lease lapsed before the supervisor started: status %s (%s), want cancelled, safe deadline passed", res.Status, res.Detail)
+	}
+}
+
+// A supervisor descheduled for longer than its allowance (SIGSTOP stands in
+// for a starved host) while the replica keeps extending it finds, when it
+// runs again, the extensions sent meanwhile and keeps the job: it judges
+// the allowance on every message sent so far. Judged on the last one it
+// had read, it killed a job whose lease never lapsed ("safe deadline
+// passed: process group killed"), and the tick stayed in flight for the
+// shard's next owner.
+func TestStalledSupervisorKeepsAJobTheReplicaKeptExtending(t *testing.T) {
+	rn := newRunner(t, func(c *Config) { c.ExtendEvery = 20 * time.Millisecond })
+	done := make(chan scheduler.Result, 1)
+	go func() {
+		done <- rn.Run(context.Background(), testRun(execJob("long", "sleep", "3"), slidingDeadline{window: 150 * time.Millisecond}))
+	}()
+	sup, _ := rn.nextPids(t)
+	// Four stalls of 400 ms, each well past the 150 ms allowance; the
+	// stall's length is the fault, not a wait for a condition.
+	// A supervisor that killed its job has exited: the signals then find
+	// no process, and the result says what happened.
+	for range 4 {
+		if syscall.Kill(sup, syscall.SIGSTOP) != nil {
+			break
+		}
+		time.Sleep(400 * time.Millisecond)
+		if syscall.Kill(sup, syscall.SIGCONT) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if res := <-done; res.Status != scheduler.StatusSucceeded {
+		t.Errorf("status %s (%s), want succeeded: the replica extended the allowance throughout", res.Status, res.Detail)
 	}
 }

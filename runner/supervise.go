@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +30,8 @@ func SupervisorArgv() ([]string, error) {
 }
 
 // superviseTick bounds how long the supervisor goes without reading
-// CLOCK_BOOTTIME, and so how late past the allowance it can kill.
+// CLOCK_BOOTTIME and the replica's messages, and so how late past the
+// allowance, or after a term or kill, it acts.
 const superviseTick = 20 * time.Millisecond
 
 // reapBound bounds the wait for the rest of the job's processes once its
@@ -60,7 +60,7 @@ const reapBound = 5 * time.Second
 // It reaps every child of the calling process and changes its signal
 // handling: it is a process entry point, never to be called inside a
 // program doing anything else.
-func SuperviseMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func SuperviseMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "shardcron %s: takes no arguments (it is started by a replica)\n", SupervisorSubcommand)
 		return 2
@@ -76,7 +76,12 @@ func SuperviseMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	defer signal.Stop(sigc)
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
-	s := &supervisor{in: bufio.NewReader(stdin), out: stdout, sigc: sigc}
+	ctl, err := newCtlReader(stdin)
+	if err != nil {
+		_, _ = io.WriteString(stdout, formatDone(report{Error: "control pipe: " + err.Error()}))
+		return 125
+	}
+	s := &supervisor{ctl: ctl, out: stdout, sigc: sigc}
 	rep := s.run(stderr)
 	_, _ = io.WriteString(stdout, formatDone(rep))
 	switch {
@@ -87,7 +92,7 @@ func SuperviseMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 type supervisor struct {
-	in   *bufio.Reader
+	ctl  *ctlReader
 	out  io.Writer
 	sigc chan os.Signal
 	sp   spec
@@ -96,9 +101,9 @@ type supervisor struct {
 
 // run starts the job and watches it until its group is dead.
 func (s *supervisor) run(jobOut io.Writer) report {
-	line, err := s.in.ReadString('\n')
-	if err != nil {
-		return report{Error: "no job spec from the replica: " + err.Error()}
+	line, ok := s.ctl.next()
+	if !ok {
+		return report{Error: "no job spec from the replica: the pipe ended"}
 	}
 	if err := json.Unmarshal([]byte(line), &s.sp); err != nil || len(s.sp.Argv) == 0 || !filepath.IsAbs(s.sp.Path) {
 		return report{Error: fmt.Sprintf("bad job spec: %v", err)}
@@ -132,10 +137,7 @@ func (s *supervisor) run(jobOut io.Writer) report {
 	exited := make(chan syscall.WaitStatus, 1)
 	reaped := make(chan struct{}) // closed by reap when no child is left
 	go reap(s.pgid, exited, reaped)
-	ctl := make(chan string) // closed by readControl on EOF or error
-	go readControl(s.in, ctl)
-
-	rep := s.watch(exited, ctl)
+	rep := s.watch(exited)
 	s.cleanup(reaped)
 	return rep
 }
@@ -148,14 +150,13 @@ func (s *supervisor) run(jobOut io.Writer) report {
 // left the replica a tick it claimed, could still run, and never did.
 func (s *supervisor) awaitAllowance() (report, bool) {
 	for boottime() >= s.sp.Until {
-		line, err := s.in.ReadString('\n')
-		if err != nil {
+		line, ok := s.ctl.next()
+		if !ok {
 			return report{Reason: reasonGone, Error: "the replica closed the pipe before the start"}, false
 		}
 		switch verb, arg := parseLine(line); verb {
 		case msgUntil:
-			var u int64
-			if _, err := fmt.Sscan(arg, &u); err == nil {
+			if u, ok := parseUntil(arg); ok {
 				s.sp.Until = u
 			}
 		case msgTerm:
@@ -169,7 +170,7 @@ func (s *supervisor) awaitAllowance() (report, bool) {
 
 // watch waits for the job's main process, enforcing the allowance and the
 // replica's orders meanwhile.
-func (s *supervisor) watch(exited <-chan syscall.WaitStatus, ctl <-chan string) report {
+func (s *supervisor) watch(exited <-chan syscall.WaitStatus) report {
 	rep := report{Started: true}
 	until := s.sp.Until
 	var termAt int64 // when SIGTERM went out; 0: not yet
@@ -200,25 +201,6 @@ func (s *supervisor) watch(exited <-chan syscall.WaitStatus, ctl <-chan string) 
 				rep.Exit = 128 + int(ws.Signal()) // as a shell reports it
 			}
 			return rep
-		case m, ok := <-ctl:
-			if !ok {
-				// The replica is gone (or closed the pipe): nobody extends
-				// the allowance any more and nobody reads the result.
-				kill(reasonGone)
-				ctl = nil
-				break
-			}
-			switch verb, arg := parseLine(m); verb {
-			case msgUntil:
-				var u int64
-				if _, err := fmt.Sscan(arg, &u); err == nil {
-					until = u
-				}
-			case msgTerm:
-				term(reasonTerm)
-			case msgKill:
-				kill(reasonKill)
-			}
 		case sig := <-s.sigc:
 			if sig != syscall.SIGPIPE {
 				term(reasonSignal)
@@ -226,8 +208,26 @@ func (s *supervisor) watch(exited <-chan syscall.WaitStatus, ctl <-chan string) 
 		case <-timer.C:
 			timer.Reset(superviseTick)
 		}
-		// Read the clock after every event: whatever woke us, an allowance
-		// that ran out is acted on now.
+		// Every message sent so far, then the clock: whatever woke us, an
+		// allowance that ran out is acted on now, and one the replica
+		// extended meanwhile is not.
+		for _, m := range s.ctl.take() {
+			switch verb, arg := parseLine(m); verb {
+			case msgUntil:
+				if u, ok := parseUntil(arg); ok {
+					until = u
+				}
+			case msgTerm:
+				term(reasonTerm)
+			case msgKill:
+				kill(reasonKill)
+			}
+		}
+		if s.ctl.closed {
+			// The replica is gone (or closed the pipe): nobody extends
+			// the allowance any more and nobody reads the result.
+			kill(reasonGone)
+		}
 		now := boottime()
 		if now >= until {
 			kill(reasonDeadline)
@@ -273,18 +273,5 @@ func reap(main int, exited chan<- syscall.WaitStatus, reaped chan<- struct{}) {
 		case pid == main:
 			exited <- ws
 		}
-	}
-}
-
-// readControl forwards the replica's messages, one line each, and closes
-// ctl when stdin ends.
-func readControl(in *bufio.Reader, ctl chan<- string) {
-	defer close(ctl)
-	for {
-		line, err := in.ReadString('\n')
-		if err != nil {
-			return
-		}
-		ctl <- line
 	}
 }
