@@ -104,16 +104,16 @@ func formatDone(rep report) string {
 }
 
 // parseLine splits a message line into its verb and argument.
-// parseUntil reads an extension's instant.
-func parseUntil(arg string) (int64, bool) {
-	u, err := strconv.ParseInt(arg, 10, 64)
-	return u, err == nil
-}
-
 func parseLine(line string) (verb, arg string) {
 	line = strings.TrimRight(line, "\r\n")
 	verb, arg, _ = strings.Cut(line, " ")
 	return verb, arg
+}
+
+// parseUntil reads an extension's instant.
+func parseUntil(arg string) (int64, bool) {
+	u, err := strconv.ParseInt(arg, 10, 64)
+	return u, err == nil
 }
 
 // writeLine writes one message, bounded in time so that a stalled reader
