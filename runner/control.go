@@ -23,6 +23,8 @@ type ctlReader struct {
 }
 
 func newCtlReader(f *os.File) (*ctlReader, error) {
+	// Fd leaves f in blocking mode; every read here goes to fd itself,
+	// non-blocking, and never through f.
 	fd := int(f.Fd())
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return nil, err
