@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/internal/poll"
+	"github.com/shardcron/shardcron/internal/procstat"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -159,19 +162,51 @@ func TestStalledSupervisorKeepsAJobTheReplicaKeptExtending(t *testing.T) {
 	// stall's length is the fault, not a wait for a condition. The
 	// allowance is long enough that this test process, starved on a busy
 	// machine, still extends it in time.
-	// A supervisor that killed its job has exited: the signals then find
-	// no process, and the result says what happened.
+	// After each it must have run again (its timer and the replica's
+	// messages came due during the stall) before the next one. A
+	// supervisor that killed its job has exited: the signals then find no
+	// process, and the result says what happened.
 	for range 3 {
 		if syscall.Kill(sup, syscall.SIGSTOP) != nil {
 			break
 		}
 		time.Sleep(time.Second)
+		ran, _ := threadsCPU(sup)
 		if syscall.Kill(sup, syscall.SIGCONT) != nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		poll.MustEvery(t, time.Millisecond, 10*time.Second, "the supervisor ran after its stall and is idle again", func() error {
+			cpu, busy := threadsCPU(sup)
+			if (cpu > ran && !busy) || !alive(sup) {
+				return nil
+			}
+			return errors.New("not yet")
+		})
 	}
 	if res := <-done; res.Status != scheduler.StatusSucceeded {
 		t.Errorf("status %s (%s), want succeeded: the replica extended the allowance throughout", res.Status, res.Detail)
 	}
+}
+
+// threadsCPU sums the CPU time of pid's threads (schedstat, in ns) and
+// says whether any of them is running or waiting for a core.
+func threadsCPU(pid int) (cpu time.Duration, busy bool) {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+		f, err2 := procstat.Read(pid, tid)
+		if err != nil || err2 != nil {
+			continue // the thread exited
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err == nil {
+			cpu += time.Duration(ns)
+		}
+		busy = busy || f[0] == "R"
+	}
+	return cpu, busy
 }
