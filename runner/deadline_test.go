@@ -191,12 +191,8 @@ func TestStalledSupervisorKeepsAJobTheReplicaKeptExtending(t *testing.T) {
 // threadsCPU sums the CPU time of pid's threads (schedstat, in ns) and
 // says whether any of them is running or waiting for a core.
 func threadsCPU(pid int) (cpu time.Duration, busy bool) {
-	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	tids, _ := procstat.Threads(pid) // none once pid is gone
+	for _, tid := range tids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
 		f, err2 := procstat.Read(pid, tid)
 		if err != nil || err2 != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,16 +197,12 @@ func waitStopped(pid int, d time.Duration) error {
 // runningThreads counts the threads of pid whose state is neither stopped
 // (T, t) nor dead (Z, X).
 func runningThreads(pid int) (int, error) {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	tids, err := procstat.Threads(pid)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		f, err := procstat.Read(pid, tid)
 		if err != nil {
 			continue // the thread exited

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -38,4 +39,19 @@ func Read(pid, tid int) ([]string, error) {
 		return nil, err
 	}
 	return Fields(b)
+}
+
+// Threads lists the thread ids of a process (/proc/<pid>/task).
+func Threads(pid int) ([]int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
 }

@@ -2,6 +2,7 @@ package procstat
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -33,5 +34,10 @@ func TestReadThisProcessAndThread(t *testing.T) {
 	// The main thread's id is the pid; it may be running or asleep.
 	if f, err = Read(pid, pid); err != nil || len(f[0]) != 1 {
 		t.Errorf("the main thread's stat = %q, %v; want a one-letter state first", f, err)
+	}
+	// Threads names the main thread (its id is the pid) and no other twice.
+	tids, err := Threads(pid)
+	if err != nil || !slices.Contains(tids, pid) || len(slices.Compact(slices.Sorted(slices.Values(tids)))) != len(tids) {
+		t.Errorf("Threads(%d) = %v, %v; want the main thread among distinct ids", pid, tids, err)
 	}
 }
