@@ -23,9 +23,9 @@ const procEvery = 50 * time.Millisecond
 
 // besideOthers runs a test beside others like it, once the package's
 // serial tests are done (t.Parallel; make test's -parallel, PROC_PARALLEL,
-// bounds how many at once, and is 1 for now: see the Makefile). It is for tests whose clusters mostly wait on ticks, each
-// measured alone at 7-30% of a 2-core machine busy, and that assert no
-// time tighter than seconds. The fault, overload, takeover,
+// bounds how many at once: six). It is for tests whose clusters mostly
+// wait on ticks, each measured alone at 7-30% of a 2-core machine busy,
+// and that assert no time tighter than seconds. The fault, overload, takeover,
 // load, drain-bound and browser tests stay serial: they run alone, so no
 // other cluster competes with their renewals (docs/development.md).
 func besideOthers(t *testing.T) { t.Parallel() }
