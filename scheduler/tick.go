@@ -28,7 +28,7 @@ const (
 	onTime       origin = iota + 1 // of the schedule, due, no claim of this owner covers it
 	claimedAhead                   // of the schedule, claimed before it was due (its activity's ahead list holds the claim)
 	caughtUp                       // missed while no owner fired it; the misfire policy chose to run it
-	reclaimed                      // in flight under an older token; claimed again and run whatever policy says
+	reclaimed                      // in flight under an older token; claimed again and run, within its starting deadline
 	requested                      // a manual run (shardcron trigger)
 )
 

@@ -1,0 +1,82 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
+
+// A tick taken over in flight starts no later than its job's starting
+// deadline, like every other tick: the successor records it as skipped
+// instead, whether the release named it never started or it is a possible
+// re-run. Taken-over ticks used to be exempt, so an owner that took a
+// shard minutes after the tick (a handoff chain on an overloaded cluster)
+// still started it, past a one-minute deadline, while the ticks the same
+// gap left unclaimed were skipped.
+func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		crash bool // the first owner crashes while the run goes; else it drains before the tick
+	}{
+		{"possible re-run after a crash", true},
+		{"named never started by a release", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0)
+				j := jobIn(5, "deadline", "10 * * * * *")
+				j.Since = t0
+				j.StartingDeadline = config.Duration(3 * time.Second)
+				hs := owners(t, 2, nil, j)
+				h1, h2 := hs[0], hs[1]
+				h1.runner.behave = work(time.Hour)
+				g1, lose := h1.grant(5, 9, nil)
+				h1.s.Acquired(g1)
+				tick := t0.Add(10 * time.Second)
+				var rel *Released
+				if tc.crash {
+					sleepUntil(tick.Add(time.Second))
+					synctest.Wait()
+					if n := h1.runner.active.Load(); n != 1 {
+						t.Fatalf("first owner has %d runs going, want the tick's", n)
+					}
+					lose(ErrDeadline)
+				} else {
+					sleepUntil(tick.Add(-300 * time.Millisecond)) // claimed ahead by now
+					synctest.Wait()
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					r := h1.s.Drain(ctx, 5)
+					cancel()
+					if got := r.Handed[j.Name]; !slices.EqualFunc(got, []time.Time{tick}, time.Time.Equal) {
+						t.Fatalf("release names %v, want [%v]", got, tick)
+					}
+					rel = &r
+				}
+				sleepUntil(tick.Add(5 * time.Second)) // the deadline passed 2 s ago
+				g2, _ := h2.grant(5, 12, rel)
+				h2.s.Acquired(g2)
+				sleepUntil(tick.Add(8 * time.Second))
+				synctest.Wait()
+				if _, ran := rerunOf(h2, j.Name, tick); ran {
+					t.Errorf("successor started the tick %v after it, past its 3 s starting deadline", 5*time.Second)
+				}
+				rec := h2.store.record(5, j.Name)
+				if slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+					t.Errorf("tick still in flight: %+v", rec)
+				}
+				h2.s.Drain(context.Background(), 5) // flushes history
+				hist := h2.store.record(5, j.Name).History
+				if !slices.ContainsFunc(hist, func(e Entry) bool {
+					return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
+				}) {
+					t.Errorf("history %+v: want the tick skipped for its starting deadline", hist)
+				}
+			})
+		})
+	}
+}
