@@ -280,15 +280,8 @@ func (s *Scheduler) gates(w *waitTick, now time.Time) (tryResult, bool) {
 		w.behind = w.behind || (rec.active > 0 && rec.catchingUp())
 		return held, true
 	}
-	if sd := rec.e.job.StartingDeadline.D(); sd > 0 && now.After(w.tick.Add(sd)) {
-		// Taken-over ticks too: a handoff chain can pass a tick on for
-		// minutes, and "how late a tick may still start" holds for every
-		// start, a possible re-run's included.
-		detail := fmt.Sprintf("starting deadline %v passed", sd)
-		if w.rerun {
-			detail += " (taken over in flight: an earlier owner may have started it)"
-		}
-		s.skipTick(w, detail)
+	if why := pastStartingDeadline(rec.e.job, w.tickRef, now); why != "" {
+		s.skipTick(w, why)
 		return decided, true
 	}
 	if w.from == claimedAhead {

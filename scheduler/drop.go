@@ -1,18 +1,23 @@
 package scheduler
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/shardcron/shardcron/config"
+)
 
 // Ticks dropped after their claim: a claim that lands while its job is
-// suspended, a run replaced before it began, a held run of a job suspended
-// meanwhile. Each leaves the record for good (opDrop) and says why in
+// suspended or past its starting deadline, a run replaced before it began,
+// a held run of a job suspended meanwhile. Each leaves the record for good (opDrop) and says why in
 // history.
 
 // startLanded starts the run of a due claim that landed (its slot held),
-// unless its job was suspended while the claim was on the way, or the
-// tick is not its job's to run (notBefore): then it is dropped, never
-// started.
+// unless its job was suspended or its starting deadline passed while the
+// claim was on the way, or the tick is not its job's to run (notBefore):
+// then it is dropped, never started.
 func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
-	if why := rec.stopsLanded(o); why != "" {
+	if why := rec.stopsLanded(o, now); why != "" {
 		s.dropClaims(rec, []op{o})
 		s.dropClaimed(rec, o.tick, o.man, why)
 		return
@@ -20,17 +25,36 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 	s.startRun(rec, o.tickRef, now)
 }
 
-// stopsLanded says why the landed claim o must not start, "" when it may:
-// its job is suspended, or o's tick is before what it may run
-// (notBefore). A manual tick is judged by the suspension alone.
-func (rec *jobRec) stopsLanded(o op) string {
+// stopsLanded says why the landed claim o must not start at now, "" when
+// it may: its job is suspended, its starting deadline passed while the
+// claim was on its way (a slow etcd), or o's tick is before what it may
+// run (notBefore). A manual tick is judged by the suspension alone.
+func (rec *jobRec) stopsLanded(o op, now time.Time) string {
 	if rec.e.job.Suspend {
 		return "job suspended"
 	}
 	if o.man != nil {
 		return ""
 	}
+	if why := pastStartingDeadline(rec.e.job, o.tickRef, now); why != "" {
+		return why
+	}
 	return rec.notBefore(o.tick)
+}
+
+// pastStartingDeadline says why t may no longer start at now, "" while
+// job's starting deadline allows: judged for every start, a taken-over
+// tick's included (a handoff chain can pass a tick on for minutes), when
+// it is due, when its claim lands and when its run is handed to a worker.
+func pastStartingDeadline(job *config.Job, t tickRef, now time.Time) string {
+	sd := job.StartingDeadline.D()
+	if sd <= 0 || !now.After(t.tick.Add(sd)) {
+		return ""
+	}
+	if t.rerun {
+		return fmt.Sprintf("starting deadline %v passed (taken over in flight: an earlier owner may have started it)", sd)
+	}
+	return fmt.Sprintf("starting deadline %v passed", sd)
 }
 
 // notBefore says why scheduled fire f must never run, "" when it may: its

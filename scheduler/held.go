@@ -38,7 +38,7 @@ func (s *Scheduler) handOff(now time.Time) {
 		var ended []runDone
 		for _, u := range round {
 			r := u.r
-			if res, dropped, refused := r.refusal(); refused {
+			if res, dropped, refused := r.refusal(now); refused {
 				d := runDone{r: r, start: now, res: res, dropped: dropped}
 				r.span = s.startSpan(r.spec)
 				s.finished(&d)
@@ -66,10 +66,12 @@ func (s *Scheduler) handOff(now time.Time) {
 	}
 }
 
-// refusal says why r must not start, if it must not: its shard is lost
-// or past its deadline, it was cancelled, or its job was suspended
-// (dropped: then it never runs, config.Job.NotBefore).
-func (r *run) refusal() (res Result, dropped, refused bool) {
+// refusal says why r must not start at now, if it must not: its shard is
+// lost or past its safe deadline, it was cancelled, or it was dropped for
+// good (then it never runs): its job was suspended (config.Job.NotBefore),
+// or a scheduled tick's starting deadline passed while it was held or
+// waited for a worker. It reads r.spec, never the loop's job record.
+func (r *run) refusal(now time.Time) (res Result, dropped, refused bool) {
 	if err := r.sh.check(); err != nil {
 		return Result{Status: StatusCancelled, Detail: err.Error()}, false, true
 	}
@@ -78,6 +80,11 @@ func (r *run) refusal() (res Result, dropped, refused bool) {
 		return Result{Status: StatusSkipped, Detail: "job suspended before its run could start"}, true, true
 	case r.ctx.Err() != nil:
 		return Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}, false, true
+	}
+	if r.man == nil {
+		if why := pastStartingDeadline(&r.spec.Job, r.tickRef, now); why != "" {
+			return Result{Status: StatusSkipped, Detail: why}, true, true
+		}
 	}
 	return Result{}, false, false
 }

@@ -80,3 +80,85 @@ func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
 		})
 	}
 }
+
+// The starting deadline holds for the start itself, not only for the
+// claim's decision: a taken-over tick whose claim was sent within the
+// deadline but landed after it (a slow etcd) is skipped, not started.
+func TestClaimLandingPastStartingDeadlineIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(5, "slowclaim", "10 * * * * *")
+		j.Since = t0
+		j.StartingDeadline = config.Duration(3 * time.Second)
+		hs := owners(t, 2, nil, j)
+		h1, h2 := hs[0], hs[1]
+		h1.runner.behave = work(time.Hour)
+		h1.store.delay = func(ws []Write) time.Duration {
+			for _, w := range ws {
+				if w.Job == j.Name && w.Token == 12 {
+					return 4 * time.Second // the successor's: sent at tick+1 s, landing at tick+5 s
+				}
+			}
+			return 0
+		}
+		g1, lose := h1.grant(5, 9, nil)
+		h1.s.Acquired(g1)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(time.Second))
+		synctest.Wait()
+		lose(ErrDeadline)
+		g2, _ := h2.grant(5, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(tick.Add(8 * time.Second))
+		synctest.Wait()
+		if _, ran := rerunOf(h2, j.Name, tick); ran || h2.runner.active.Load() != 0 {
+			t.Errorf("successor started the tick once its claim landed 5 s after it, past its 3 s starting deadline")
+		}
+		h2.s.Drain(context.Background(), 5)
+		hist := h2.store.record(5, j.Name).History
+		if !slices.ContainsFunc(hist, func(e Entry) bool {
+			return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
+		}) {
+			t.Errorf("history %+v: want the tick skipped for its starting deadline", hist)
+		}
+		if rec := h2.store.record(5, j.Name); slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+			t.Errorf("tick still in flight: %+v", rec)
+		}
+	})
+}
+
+// A run held for lack of contact with etcd waits, late, not lost, until
+// its starting deadline: contact that returns after it finds the tick
+// skipped, not started.
+func TestHeldRunPastStartingDeadlineIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(3, "heldlong", "10 * * * * *")
+		j.Since = t0
+		j.StartingDeadline = config.Duration(3 * time.Second)
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		g, _ := h.grant(3, 9, nil)
+		h.s.Acquired(g)
+		tick := t0.Add(10 * time.Second)
+		sleepUntil(tick.Add(-500 * time.Millisecond)) // claimed ahead by now
+		h.contact.lose()
+		sleepUntil(tick.Add(5 * time.Second))
+		h.contact.regain()
+		sleepUntil(tick.Add(6 * time.Second))
+		synctest.Wait()
+		if runs := h.runner.all(); len(runs) != 0 {
+			t.Errorf("held run started once contact returned 5 s after its tick, past its 3 s starting deadline: %+v", runs)
+		}
+		h.s.Drain(context.Background(), 3)
+		rec := h.store.record(3, j.Name)
+		if !slices.ContainsFunc(rec.History, func(e Entry) bool {
+			return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
+		}) {
+			t.Errorf("history %+v: want the tick skipped for its starting deadline", rec.History)
+		}
+		if slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+			t.Errorf("tick still in flight: %+v", rec)
+		}
+	})
+}

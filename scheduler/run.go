@@ -173,7 +173,7 @@ func (s *Scheduler) execute(r *run, spec Run) {
 	defer r.cancel(nil)
 	d := runDone{r: r, start: s.now()}
 	r.span = s.startSpan(spec)
-	if res, dropped, refused := r.refusal(); refused {
+	if res, dropped, refused := r.refusal(d.start); refused {
 		d.res, d.dropped = res, dropped
 	} else {
 		ctx := r.ctx
