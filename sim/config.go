@@ -34,6 +34,12 @@ type Config struct {
 	// item names, whose count or names the nemesis edits. The checker
 	// holds each unit (job, item) to the contract on its own.
 	Items bool
+	// Deadlines gives half the jobs whose misfire is run_once or skip a
+	// starting deadline of 1-4 s (noLostTick holds only run_all jobs
+	// without one, so none leaves its watch). noLateStart holds every
+	// start to it: taken-over, caught-up, held and slow-claimed ticks
+	// used to start past it.
+	Deadlines bool
 	// Slots is each node's run slots (scheduler.Config.MaxConcurrentRuns;
 	// 0: the default, 64). A few make every instant with several due
 	// ticks a burst whose line waits, where completions go to the
@@ -47,7 +53,7 @@ type Config struct {
 // Default is the configuration CI seeds run with.
 func Default() Config {
 	return Config{Nodes: 3, Shards: 4, Jobs: 7, Duration: 90 * time.Second, Quiet: 40 * time.Second,
-		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true, Items: true, Jitter: true}
+		TTL: 10 * time.Second, Margin: time.Second, DrainTimeout: 5 * time.Second, Bursts: true, Shaped: true, Items: true, Jitter: true, Deadlines: true}
 }
 
 // Event is one thing the sim saw happen outside the runs: ownership,

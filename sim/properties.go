@@ -262,6 +262,34 @@ func noRunPastDeadline(h *History) []Violation {
 	return vs
 }
 
+// noLateStart: no scheduled tick of a job with a starting deadline is
+// handed to the runner (first attempts; retries stay inside the tick's
+// run) later than its fire plus the deadline, as the owners' clocks tell
+// it (Skew): taken over, caught up, held for contact or claimed slowly,
+// every start is judged. A unit whose deadline an edit changed is left
+// out: which definition judged a tick depends on the instant of the edit.
+func noLateStart(h *History) []Violation {
+	var vs []Violation
+	lives := h.lives()
+	for _, name := range slices.Sorted(maps.Keys(lives)) {
+		ss := lives[name]
+		sd := ss[0].job.StartingDeadline.D()
+		if sd <= 0 || slices.ContainsFunc(ss, func(s stretch) bool { return s.job.StartingDeadline.D() != sd }) {
+			continue
+		}
+		for _, r := range slices.Concat(h.runsOf(name), h.refusedOf(name)) {
+			if r.Trigger != "" || r.Attempt > 1 || !r.Called.After(r.Fire.Add(sd+h.Skew)) {
+				continue
+			}
+			v := Violation{Property: "no start past the starting deadline", Job: name, Detail: fmt.Sprintf("tick %s (fire %s) handed to the runner at %s by %s token %d, rerun %v; starting deadline %v",
+				ts(r.Tick), ts(r.Fire), ts(r.Called), r.Node, r.Token, r.Rerun, sd)}
+			v.From, v.To = around(r.Fire, r.Called)
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // forbidNeverOverlaps: two runs of a forbid unit (a job, or one item of
 // a sharded job) never overlap, whoever runs them.
 func forbidNeverOverlaps(h *History) []Violation {

@@ -37,6 +37,17 @@ func jitter(j *config.Job, r *rand.Rand) {
 	j.Jitter = config.Duration(time.Duration(2+r.IntN(int(gap/time.Second)-1)) * time.Second)
 }
 
+// startingDeadline gives j, half the time when its misfire is run_once or
+// skip, a starting deadline of 1-4 s: shorter than a takeover (the TTL),
+// so taken-over ticks meet it. run_all jobs keep none, for noLostTick.
+func startingDeadline(j *config.Job, r *rand.Rand) {
+	sd := time.Duration(1+r.IntN(4)) * time.Second
+	if j.Misfire == config.MisfireRunAll || r.IntN(2) != 0 {
+		return
+	}
+	j.StartingDeadline = config.Duration(sd)
+}
+
 var specs = []string{"* * * * * *", "*/2 * * * * *", "*/3 * * * * *", "*/5 * * * * *", "@every 4s"}
 
 func periodOf(spec string) time.Duration {
@@ -58,6 +69,7 @@ func newJobs(w *world) *jobsState {
 	// Jitter draws from a stream of its own: the rest of a seed's job set
 	// is drawn as it was before jitter was simulated.
 	jr := rand.New(rand.NewPCG(w.seed, w.seed^0x717e7))
+	dr := rand.New(rand.NewPCG(w.seed, w.seed^0xdead1)) // and starting deadlines from theirs
 	js := &jobsState{w: w, meta: map[string]*jobMeta{}}
 	var jobs []config.Job
 	for i := range w.cfg.Jobs {
@@ -91,6 +103,9 @@ func newJobs(w *world) *jobsState {
 		}
 		if w.cfg.Jitter {
 			jitter(&j, jr)
+		}
+		if w.cfg.Deadlines {
+			startingDeadline(&j, dr)
 		}
 		p := periodOf(spec)
 		m := &jobMeta{minRun: p / 10, maxRun: p / 2, pFail: 0.1, strict: i < w.cfg.Jobs-2, base: j}
