@@ -25,12 +25,15 @@ type Run struct {
 	Tick time.Time
 	// Fire is when the tick came due: the tick delayed by its job's jitter
 	// (the tick itself for a manual run or a job without jitter).
-	Fire     time.Time
-	Token    int64
-	Rerun    bool
-	Trigger  string
-	Attempt  int
-	Called   time.Time // the scheduler handed it to the runner: from then on the owner counts it as running
+	Fire    time.Time
+	Token   int64
+	Rerun   bool
+	Trigger string
+	Attempt int
+	Called  time.Time // the scheduler handed it to the runner: from then on the owner counts it as running
+	// Clock is how far the owner's wall clock was off at Called: the
+	// scheduler judged the call at Called+Clock by its own clock.
+	Clock    time.Duration
 	Start    time.Time // it reached the receiver
 	End      time.Time
 	Cause    string
@@ -122,7 +125,7 @@ func (w *world) history() *History {
 			fire = fire.Add(cronspec.JitterOffset(unit, fire, r.run.Job.Jitter.D()))
 		}
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: unit, Tick: r.run.Tick, Fire: fire, Token: r.run.Token,
-			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Start: r.start, End: r.end,
+			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Clock: r.clock, Start: r.start, End: r.end,
 			Cause: r.cause, Failed: r.fail, Deadline: r.deadAt, EndDeadline: r.endDead})
 	}
 	// Canonical order: the order runs started at one instant is the

@@ -208,8 +208,9 @@ type runRec struct {
 	node    string
 	inc     int
 	run     scheduler.Run
-	called  time.Time // when the scheduler handed it to the runner
-	start   time.Time // when it reached the receiver (later if its node was paused)
+	called  time.Time     // when the scheduler handed it to the runner
+	clock   time.Duration // how far its node's wall clock was off then
+	start   time.Time     // when it reached the receiver (later if its node was paused)
 	end     time.Time
 	endAt   time.Time // when its work ends, chosen by the sim
 	fail    bool

@@ -264,10 +264,11 @@ func noRunPastDeadline(h *History) []Violation {
 
 // noLateStart: no scheduled tick of a job with a starting deadline is
 // handed to the runner (first attempts; retries stay inside the tick's
-// run) later than its fire plus the deadline, as the owners' clocks tell
-// it (Skew): taken over, caught up, held for contact or claimed slowly,
-// every start is judged. A unit whose deadline an edit changed is left
-// out: which definition judged a tick depends on the instant of the edit.
+// run) later than its fire plus the deadline, by the owner's own clock at
+// the call (Run.Clock): taken over, caught up, held for contact or
+// claimed slowly, every start is judged. A unit whose deadline an edit
+// changed is left out: which definition judged a tick depends on the
+// instant of the edit.
 func noLateStart(h *History) []Violation {
 	var vs []Violation
 	lives := h.lives()
@@ -278,11 +279,11 @@ func noLateStart(h *History) []Violation {
 			continue
 		}
 		for _, r := range slices.Concat(h.runsOf(name), h.refusedOf(name)) {
-			if r.Trigger != "" || r.Attempt > 1 || !r.Called.After(r.Fire.Add(sd+h.Skew)) {
+			if r.Trigger != "" || r.Attempt > 1 || !r.Called.Add(r.Clock).After(r.Fire.Add(sd)) {
 				continue
 			}
-			v := Violation{Property: "no start past the starting deadline", Job: name, Detail: fmt.Sprintf("tick %s (fire %s) handed to the runner at %s by %s token %d, rerun %v; starting deadline %v",
-				ts(r.Tick), ts(r.Fire), ts(r.Called), r.Node, r.Token, r.Rerun, sd)}
+			v := Violation{Property: "no start past the starting deadline", Job: name, Detail: fmt.Sprintf("tick %s (fire %s) handed to the runner at %s (%s by its clock) by %s token %d, rerun %v; starting deadline %v",
+				ts(r.Tick), ts(r.Fire), ts(r.Called), ts(r.Called.Add(r.Clock)), r.Node, r.Token, r.Rerun, sd)}
 			v.From, v.To = around(r.Fire, r.Called)
 			vs = append(vs, v)
 		}

@@ -280,7 +280,7 @@ func (w *world) wake() {
 // gone or past its deadline (the runner checks right before it acts). A
 // paused node's run waits for the pause to end.
 func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Run) (*runRec, bool) {
-	called := time.Now()
+	called, clock := time.Now(), time.Duration(n.skew.Load())
 	w.mu.Lock()
 	for n.alive && n.inc == inc && n.resume != nil {
 		ch := n.resume
@@ -288,7 +288,7 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 		<-ch
 		w.mu.Lock()
 	}
-	rec := &runRec{node: n.name, inc: inc, run: run, called: called, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
+	rec := &runRec{node: n.name, inc: inc, run: run, called: called, clock: clock, start: time.Now(), done: make(chan struct{}), ack: make(chan struct{})}
 	// The runner checks right before it acts, as runner.HTTP does: a run
 	// past the deadline, or whose context already ended, has no effect.
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
@@ -297,7 +297,7 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 			fire = fire.Add(cronspec.JitterOffset(unit, fire, run.Job.Jitter.D()))
 		}
 		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: unit, Tick: run.Tick, Fire: fire, Token: run.Token,
-			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, End: time.Now()})
+			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, Clock: clock, End: time.Now()})
 		// Returns when the sim says, as an ended run does: runs a resumed
 		// node refuses together report to its loop in a fixed order.
 		rec.refused, rec.ended = true, true
