@@ -65,17 +65,7 @@ func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
 				if _, ran := rerunOf(h2, j.Name, tick); ran {
 					t.Errorf("successor started the tick %v after it, past its 3 s starting deadline", 5*time.Second)
 				}
-				rec := h2.store.record(5, j.Name)
-				if slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
-					t.Errorf("tick still in flight: %+v", rec)
-				}
-				h2.s.Drain(context.Background(), 5) // flushes history
-				hist := h2.store.record(5, j.Name).History
-				if !slices.ContainsFunc(hist, func(e Entry) bool {
-					return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
-				}) {
-					t.Errorf("history %+v: want the tick skipped for its starting deadline", hist)
-				}
+				wantSkippedForDeadline(t, h2, 5, j.Name, tick)
 			})
 		})
 	}
@@ -114,16 +104,7 @@ func TestClaimLandingPastStartingDeadlineIsSkipped(t *testing.T) {
 		if _, ran := rerunOf(h2, j.Name, tick); ran || h2.runner.active.Load() != 0 {
 			t.Errorf("successor started the tick once its claim landed 5 s after it, past its 3 s starting deadline")
 		}
-		h2.s.Drain(context.Background(), 5)
-		hist := h2.store.record(5, j.Name).History
-		if !slices.ContainsFunc(hist, func(e Entry) bool {
-			return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
-		}) {
-			t.Errorf("history %+v: want the tick skipped for its starting deadline", hist)
-		}
-		if rec := h2.store.record(5, j.Name); slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
-			t.Errorf("tick still in flight: %+v", rec)
-		}
+		wantSkippedForDeadline(t, h2, 5, j.Name, tick)
 	})
 }
 
@@ -150,15 +131,23 @@ func TestHeldRunPastStartingDeadlineIsSkipped(t *testing.T) {
 		if runs := h.runner.all(); len(runs) != 0 {
 			t.Errorf("held run started once contact returned 5 s after its tick, past its 3 s starting deadline: %+v", runs)
 		}
-		h.s.Drain(context.Background(), 3)
-		rec := h.store.record(3, j.Name)
-		if !slices.ContainsFunc(rec.History, func(e Entry) bool {
-			return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
-		}) {
-			t.Errorf("history %+v: want the tick skipped for its starting deadline", rec.History)
-		}
-		if slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
-			t.Errorf("tick still in flight: %+v", rec)
-		}
+		wantSkippedForDeadline(t, h, 3, j.Name, tick)
 	})
+}
+
+// wantSkippedForDeadline drains h's shard (flushing its history) and
+// checks that tick is out of flight and in history as skipped for its
+// starting deadline.
+func wantSkippedForDeadline(t *testing.T, h *harness, shard int, job string, tick time.Time) {
+	t.Helper()
+	h.s.Drain(context.Background(), shard)
+	rec := h.store.record(shard, job)
+	if slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(tick) }) {
+		t.Errorf("tick %v still in flight: %+v", tick, rec)
+	}
+	if !slices.ContainsFunc(rec.History, func(e Entry) bool {
+		return e.Tick.Equal(tick) && e.Status == StatusSkipped && strings.Contains(e.Detail, "starting deadline")
+	}) {
+		t.Errorf("history %+v: want tick %v skipped for its starting deadline", rec.History, tick)
+	}
 }

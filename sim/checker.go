@@ -107,6 +107,16 @@ type History struct {
 	Skew time.Duration
 }
 
+// fireOf names run's unit and when its tick came due: the tick delayed by
+// its unit's jitter (the tick itself for a manual run).
+func fireOf(run scheduler.Run) (unit string, fire time.Time) {
+	unit, fire = config.UnitName(run.Job.Name, run.Item), run.Tick
+	if run.Trigger == "" {
+		fire = fire.Add(cronspec.JitterOffset(unit, fire, run.Job.Jitter.D()))
+	}
+	return unit, fire
+}
+
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
@@ -120,10 +130,7 @@ func (w *world) history() *History {
 		}
 	}
 	for _, r := range w.runs {
-		unit, fire := config.UnitName(r.run.Job.Name, r.run.Item), r.run.Tick
-		if r.run.Trigger == "" {
-			fire = fire.Add(cronspec.JitterOffset(unit, fire, r.run.Job.Jitter.D()))
-		}
+		unit, fire := fireOf(r.run)
 		h.Runs = append(h.Runs, Run{Node: r.node, Inc: r.inc, Job: unit, Tick: r.run.Tick, Fire: fire, Token: r.run.Token,
 			Rerun: r.run.Rerun, Trigger: r.run.Trigger, Attempt: r.run.Attempt, Called: r.called, Clock: r.clock, Start: r.start, End: r.end,
 			Cause: r.cause, Failed: r.fail, Deadline: r.deadAt, EndDeadline: r.endDead})

@@ -262,13 +262,11 @@ func noRunPastDeadline(h *History) []Violation {
 	return vs
 }
 
-// noLateStart: no scheduled tick of a job with a starting deadline is
-// handed to the runner (first attempts; retries stay inside the tick's
-// run) later than its fire plus the deadline, by the owner's own clock at
-// the call (Run.Clock): taken over, caught up, held for contact or
-// claimed slowly, every start is judged. A unit whose deadline an edit
-// changed is left out: which definition judged a tick depends on the
-// instant of the edit.
+// noLateStart: no first attempt of a scheduled tick is handed to the
+// runner later than its fire plus its job's starting deadline, by the
+// owner's clock at the call (Run.Clock), however the tick came (taken
+// over, caught up, held, claimed slowly). Units whose deadline an edit
+// changed are left out: which definition judged a tick is unclear.
 func noLateStart(h *History) []Violation {
 	var vs []Violation
 	lives := h.lives()

@@ -11,8 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/shardcron/shardcron/config"
-	"github.com/shardcron/shardcron/cronspec"
 	"github.com/shardcron/shardcron/scheduler"
 )
 
@@ -292,10 +290,7 @@ func (w *world) startRun(n *node, inc int, ctx context.Context, run scheduler.Ru
 	// The runner checks right before it acts, as runner.HTTP does: a run
 	// past the deadline, or whose context already ended, has no effect.
 	if !n.alive || n.inc != inc || run.Deadline.Remaining() <= 0 || ctx.Err() != nil {
-		unit, fire := config.UnitName(run.Job.Name, run.Item), run.Tick
-		if run.Trigger == "" {
-			fire = fire.Add(cronspec.JitterOffset(unit, fire, run.Job.Jitter.D()))
-		}
+		unit, fire := fireOf(run)
 		w.refused = append(w.refused, Run{Node: n.name, Inc: inc, Job: unit, Tick: run.Tick, Fire: fire, Token: run.Token,
 			Rerun: run.Rerun, Trigger: run.Trigger, Attempt: run.Attempt, Called: called, Clock: clock, End: time.Now()})
 		// Returns when the sim says, as an ended run does: runs a resumed
