@@ -9,8 +9,8 @@ import (
 
 // Ticks dropped after their claim: a claim that lands while its job is
 // suspended or past its starting deadline, a run replaced before it began,
-// a held run of a job suspended meanwhile. Each leaves the record for good (opDrop) and says why in
-// history.
+// a held run of a job suspended meanwhile or past its starting deadline.
+// Each leaves the record for good (opDrop) and says why in history.
 
 // startLanded starts the run of a due claim that landed (its slot held),
 // unless its job was suspended or its starting deadline passed while the
