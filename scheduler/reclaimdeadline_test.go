@@ -29,9 +29,7 @@ func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sleepUntil(t0)
-				j := jobIn(5, "deadline", "10 * * * * *")
-				j.Since = t0
-				j.StartingDeadline = config.Duration(3 * time.Second)
+				j := deadlineJob(5, "deadline")
 				hs := owners(t, 2, nil, j)
 				h1, h2 := hs[0], hs[1]
 				h1.runner.behave = work(time.Hour)
@@ -40,12 +38,7 @@ func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
 				tick := t0.Add(10 * time.Second)
 				var rel *Released
 				if tc.crash {
-					sleepUntil(tick.Add(time.Second))
-					synctest.Wait()
-					if n := h1.runner.active.Load(); n != 1 {
-						t.Fatalf("first owner has %d runs going, want the tick's", n)
-					}
-					lose(ErrDeadline)
+					crashWhileRunning(t, h1, lose, tick)
 				} else {
 					sleepUntil(tick.Add(-300 * time.Millisecond)) // claimed ahead by now
 					synctest.Wait()
@@ -77,9 +70,7 @@ func TestTakenOverTickPastStartingDeadlineIsSkipped(t *testing.T) {
 func TestClaimLandingPastStartingDeadlineIsSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0)
-		j := jobIn(5, "slowclaim", "10 * * * * *")
-		j.Since = t0
-		j.StartingDeadline = config.Duration(3 * time.Second)
+		j := deadlineJob(5, "slowclaim")
 		hs := owners(t, 2, nil, j)
 		h1, h2 := hs[0], hs[1]
 		h1.runner.behave = work(time.Hour)
@@ -94,9 +85,7 @@ func TestClaimLandingPastStartingDeadlineIsSkipped(t *testing.T) {
 		g1, lose := h1.grant(5, 9, nil)
 		h1.s.Acquired(g1)
 		tick := t0.Add(10 * time.Second)
-		sleepUntil(tick.Add(time.Second))
-		synctest.Wait()
-		lose(ErrDeadline)
+		crashWhileRunning(t, h1, lose, tick)
 		g2, _ := h2.grant(5, 12, nil)
 		h2.s.Acquired(g2)
 		sleepUntil(tick.Add(8 * time.Second))
@@ -114,9 +103,7 @@ func TestClaimLandingPastStartingDeadlineIsSkipped(t *testing.T) {
 func TestHeldRunPastStartingDeadlineIsSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sleepUntil(t0)
-		j := jobIn(3, "heldlong", "10 * * * * *")
-		j.Since = t0
-		j.StartingDeadline = config.Duration(3 * time.Second)
+		j := deadlineJob(3, "heldlong")
 		h := newHarness(t, nil, j)
 		defer h.stop()
 		g, _ := h.grant(3, 9, nil)
@@ -150,4 +137,26 @@ func wantSkippedForDeadline(t *testing.T, h *harness, shard int, job string, tic
 	}) {
 		t.Errorf("history %+v: want tick %v skipped for its starting deadline", rec.History, tick)
 	}
+}
+
+// deadlineJob is a job of shard that fires at second 10 of each minute,
+// since t0, with a 3 s starting deadline.
+func deadlineJob(shard int, name string) config.Job {
+	j := jobIn(shard, name, "10 * * * * *")
+	j.Since = t0
+	j.StartingDeadline = config.Duration(3 * time.Second)
+	return j
+}
+
+// crashWhileRunning lets h's run of tick go for a second, then ends h's
+// grant with lose as a crash would: the tick is a possible re-run for the
+// next owner.
+func crashWhileRunning(t *testing.T, h *harness, lose context.CancelCauseFunc, tick time.Time) {
+	t.Helper()
+	sleepUntil(tick.Add(time.Second))
+	synctest.Wait()
+	if n := h.runner.active.Load(); n != 1 {
+		t.Fatalf("first owner has %d runs going, want the tick's", n)
+	}
+	lose(ErrDeadline)
 }
