@@ -220,12 +220,12 @@ func (e *execRun) result(ctx context.Context, rep *report, local string) schedul
 	if !rep.Started {
 		switch rep.Reason {
 		case reasonDeadline: // a supervisor of an earlier release, read the spec's allowance only
-			return deadlinePassed("not started")
+			return notStarted(deadlinePassed("not started"))
 		case reasonKill, reasonTerm, reasonGone:
 			if local == reasonDeadline {
-				return deadlinePassed("not started")
+				return notStarted(deadlinePassed("not started"))
 			}
-			return stopped(ctx, e.r, "not started")
+			return notStarted(stopped(ctx, e.r, "not started"))
 		}
 		return failed("start: %s", rep.Error)
 	}
@@ -292,10 +292,10 @@ func lingerOutput(outR *os.File, outDone <-chan struct{}) {
 // job starts only inside the deadline, and not once its run was stopped.
 func notStartable(ctx context.Context, r scheduler.Run, until int64) (scheduler.Result, bool) {
 	if boottime() >= until {
-		return deadlinePassed("not started"), true
+		return notStarted(deadlinePassed("not started")), true
 	}
 	if ctx.Err() != nil {
-		return stopped(ctx, r, "not started"), true
+		return notStarted(stopped(ctx, r, "not started")), true
 	}
 	return scheduler.Result{}, false
 }

@@ -78,7 +78,7 @@ func (rn *Runner) runFunc(ctx context.Context, r scheduler.Run) scheduler.Result
 			Detail: fmt.Sprintf("no in-process handler registered as %q", r.Job.Func)}
 	}
 	if r.Deadline.Remaining() <= 0 {
-		return deadlinePassed("not started")
+		return notStarted(deadlinePassed("not started"))
 	}
 	err := callFunc(withIdentity(ctx, r), fn)
 	if err != nil && ctx.Err() != nil {

@@ -101,10 +101,10 @@ func (rn *Runner) sendHTTP(ctx context.Context, r scheduler.Run, rd *redactor) s
 	// Act only inside the deadline: read the clock right before sending,
 	// whatever any timer or the scheduler's loss signal has done so far.
 	if r.Deadline.Remaining() <= 0 {
-		return deadlinePassed("request not sent")
+		return notStarted(deadlinePassed("request not sent"))
 	}
 	if ctx.Err() != nil {
-		return stopped(ctx, r, "request not sent")
+		return notStarted(stopped(ctx, r, "request not sent"))
 	}
 	resp, err := rn.client.Do(req)
 	if err != nil {

@@ -76,7 +76,7 @@ func New(cfg Config) (*Runner, error) {
 // release or loss; its cause says which); Run adds the job's timeout.
 func (rn *Runner) Run(ctx context.Context, r scheduler.Run) scheduler.Result {
 	if !rn.enter() {
-		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "runner closed; not started"}
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "runner closed; not started", NotStarted: true}
 	}
 	defer rn.runs.Done()
 	if r.Deadline == nil {
@@ -210,6 +210,13 @@ func stopped(ctx context.Context, r scheduler.Run, what string) scheduler.Result
 		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "cancelled: " + what}
 	}
 	return scheduler.Result{Status: scheduler.StatusCancelled, Detail: fmt.Sprintf("cancelled (%v): %s", c, what)}
+}
+
+// notStarted marks the result of a run turned away before any of its work
+// began (scheduler.Result.NotStarted): a release may name it never started.
+func notStarted(res scheduler.Result) scheduler.Result {
+	res.NotStarted = true
+	return res
 }
 
 func deadlinePassed(what string) scheduler.Result {

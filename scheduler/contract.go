@@ -240,6 +240,13 @@ type Result struct {
 	Detail string
 	// Output is the captured output, bounded, with a truncation marker.
 	Output string
+	// NotStarted is set with StatusCancelled when the Runner turned the
+	// run away before any of its work began (its own look at the safe
+	// deadline, its closing): the tick stays in flight, and a release
+	// names it never started. A run cancelled after it began, with no
+	// cancel from the scheduler (an exec supervisor signalled), stays in
+	// flight as a possible re-run: its effect may have landed.
+	NotStarted bool
 }
 
 // Runner runs one tick. Implemented by the runner package.

@@ -28,6 +28,9 @@ func (s *Scheduler) attempt(ctx context.Context, r *run, spec Run) (Result, int)
 	for n := 1; ; n++ {
 		spec.Attempt = n
 		res := s.runAttempt(ctx, r, spec)
+		// A later attempt turned away leaves the run started: its first
+		// attempt ran.
+		res.NotStarted = res.NotStarted && n == 1
 		if res.Status != StatusFailed || n >= most || ctx.Err() != nil {
 			return res, n
 		}

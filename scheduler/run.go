@@ -208,8 +208,10 @@ func (s *Scheduler) finished(d *runDone) {
 }
 
 // runEnded frees the run's slot and records its completion, unless the run
-// was cut short by a loss, a drain timeout or shutdown: then it stays in
-// flight and the successor re-runs it.
+// was cut short by a loss, a drain timeout or shutdown, or stopped from
+// outside while the shard drains: then it stays in flight and the
+// successor re-runs it. One the Runner turned away stays in flight too,
+// for the successor to run as never started.
 func (s *Scheduler) runEnded(d runDone) {
 	r, rec, sh := d.r, d.r.rec, d.r.sh
 	defer rec.tidy()
@@ -233,11 +235,22 @@ func (s *Scheduler) runEnded(d runDone) {
 	}
 	record := d.ran
 	switch {
-	case d.cause == nil && status == StatusCancelled:
-		// The Runner did not start it, with no cancel from here (its own
-		// check of the safe deadline, or it is closing): not run, so not
-		// complete; it stays in flight for this owner's successor.
+	case d.cause == nil && status == StatusCancelled && (d.res.NotStarted || sh.state != firing):
+		// Cancelled with no cancel from here: not complete, it stays in
+		// flight for this owner's successor. Either the Runner turned it
+		// away (its own look at the safe deadline, its closing), and the
+		// release names it as never started, or something outside stopped
+		// it once begun (an exec supervisor signalled: systemctl stop,
+		// pkill) while this owner drains or lost the shard: then it is not
+		// named, the release's list was made while it ran, and the
+		// successor runs it again marked.
 		record = false
+	case d.cause == nil && status == StatusCancelled:
+		// Stopped from outside once begun while this owner goes on firing
+		// the shard (someone signalled one exec supervisor): it ran, and
+		// ended so. Recorded, as a run the OOM killer ended is: left in
+		// flight, nobody would run or record it until the shard moved,
+		// and a release would name it as never started.
 	case d.cause == nil:
 	case errors.Is(d.cause, ErrShardLost), errors.Is(d.cause, ErrDeadline),
 		errors.Is(d.cause, errDrainTimeout), errors.Is(d.cause, errStopped):

@@ -236,7 +236,7 @@ func (simRunner) KillGrace() time.Duration { return time.Second }
 func (r simRunner) Run(ctx context.Context, run scheduler.Run) scheduler.Result {
 	rec, ok := r.w.startRun(r.n, r.inc, ctx, run)
 	if !ok {
-		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "not started: past the safe deadline or node stopped"}
+		return scheduler.Result{Status: scheduler.StatusCancelled, Detail: "not started: past the safe deadline or node stopped", NotStarted: true}
 	}
 	select {
 	case <-rec.done:
