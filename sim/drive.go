@@ -44,6 +44,9 @@ func (w *world) absorb(now time.Time) {
 		r.id = w.nextID
 		d, fail := w.jobs.duration(r.run.Job.Name)
 		r.endAt, r.fail = now.Add(d), fail
+		if w.cfg.Interrupts && !w.nem.healed && w.irng.IntN(25) == 0 {
+			r.interrupted = true
+		}
 		w.runs = append(w.runs, r)
 	}
 }

@@ -204,24 +204,27 @@ func (p nodeStore) Load(_ context.Context, shard int, token int64, job string) (
 
 // runRec is one run as the receiver saw it.
 type runRec struct {
-	id      int64 // assigned by the sim
-	node    string
-	inc     int
-	run     scheduler.Run
-	called  time.Time     // when the scheduler handed it to the runner
-	clock   time.Duration // how far its node's wall clock was off then
-	start   time.Time     // when it reached the receiver (later if its node was paused)
-	end     time.Time
-	endAt   time.Time // when its work ends, chosen by the sim
-	fail    bool
-	ended   bool   // the run's call has noticed its end (work done or cancelled)
-	refused bool   // turned away before it started: not a run (world.refused)
-	cause   string // why it ended early
-	acked   bool
-	done    chan struct{} // closed by the sim: the work is done
-	ack     chan struct{} // closed by the sim: the call may return
-	deadAt  time.Time     // the owner's safe deadline at the start
-	endDead time.Time     // and at the end
+	id     int64 // assigned by the sim
+	node   string
+	inc    int
+	run    scheduler.Run
+	called time.Time     // when the scheduler handed it to the runner
+	clock  time.Duration // how far its node's wall clock was off then
+	start  time.Time     // when it reached the receiver (later if its node was paused)
+	end    time.Time
+	endAt  time.Time // when its work ends, chosen by the sim
+	fail   bool
+	// interrupted: its work ends at endAt cancelled from outside the
+	// scheduler (Config.Interrupts).
+	interrupted bool
+	ended       bool   // the run's call has noticed its end (work done or cancelled)
+	refused     bool   // turned away before it started: not a run (world.refused)
+	cause       string // why it ended early
+	acked       bool
+	done        chan struct{} // closed by the sim: the work is done
+	ack         chan struct{} // closed by the sim: the call may return
+	deadAt      time.Time     // the owner's safe deadline at the start
+	endDead     time.Time     // and at the end
 }
 
 // simRunner is a node incarnation's scheduler.Runner: the receiver.

@@ -19,15 +19,16 @@ import (
 )
 
 var (
-	flagSeed      = flag.Uint64("sim.seed", 0, "replay this one seed, verbosely")
-	flagSeeds     = flag.Int("sim.seeds", 0, "run this many seeds from -sim.start (a long run), across GOMAXPROCS bubbles")
-	flagStart     = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
-	flagHashes    = flag.String("sim.hashes", "", "with -sim.seeds: write each seed's history hash to this file (a refactor that changes nothing keeps every line)")
-	flagBursts    = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
-	flagItems     = flag.Bool("sim.items", true, "make about one job in four a sharded one (items, item_names)")
-	flagJitter    = flag.Bool("sim.jitter", true, "give about one job in five whose ticks are 2 s or more apart a jitter")
-	flagDeadlines = flag.Bool("sim.deadlines", true, "give half the run_once and skip jobs a starting deadline of 1-4 s")
-	flagSlots     = flag.Int("sim.slots", 0, "each node's run slots (0: the scheduler's default); a few make bursts, whose completions go to the journal")
+	flagSeed       = flag.Uint64("sim.seed", 0, "replay this one seed, verbosely")
+	flagSeeds      = flag.Int("sim.seeds", 0, "run this many seeds from -sim.start (a long run), across GOMAXPROCS bubbles")
+	flagStart      = flag.Uint64("sim.start", 1, "the first seed of -sim.seeds")
+	flagHashes     = flag.String("sim.hashes", "", "with -sim.seeds: write each seed's history hash to this file (a refactor that changes nothing keeps every line)")
+	flagBursts     = flag.Bool("sim.bursts", true, "let the nemesis file 40 trigger requests for one job at once")
+	flagItems      = flag.Bool("sim.items", true, "make about one job in four a sharded one (items, item_names)")
+	flagJitter     = flag.Bool("sim.jitter", true, "give about one job in five whose ticks are 2 s or more apart a jitter")
+	flagDeadlines  = flag.Bool("sim.deadlines", true, "give half the run_once and skip jobs a starting deadline of 1-4 s")
+	flagInterrupts = flag.Bool("sim.interrupts", true, "end about one run in 25 cancelled from outside the scheduler once it began (a signalled exec supervisor)")
+	flagSlots      = flag.Int("sim.slots", 0, "each node's run slots (0: the scheduler's default); a few make bursts, whose completions go to the journal")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
@@ -91,7 +92,7 @@ func keptSeeds(t *testing.T, name string) []uint64 {
 // seed verbosely; with -sim.seeds a long run.
 func TestSimSeeds(t *testing.T) {
 	cfg := Default()
-	cfg.Bursts, cfg.Items, cfg.Jitter, cfg.Deadlines, cfg.Slots = *flagBursts, *flagItems, *flagJitter, *flagDeadlines, *flagSlots
+	cfg.Bursts, cfg.Items, cfg.Jitter, cfg.Deadlines, cfg.Interrupts, cfg.Slots = *flagBursts, *flagItems, *flagJitter, *flagDeadlines, *flagInterrupts, *flagSlots
 	switch {
 	case *flagSeed != 0:
 		cfg.Log = os.Stderr

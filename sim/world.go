@@ -20,6 +20,7 @@ type world struct {
 	seed    uint64
 	maxSkew time.Duration // the largest clock step of any owner (History.Skew)
 	rng     *rand.Rand
+	irng    *rand.Rand // Config.Interrupts' own stream
 	m       *model
 	start   time.Time
 	nodes   []*node
@@ -126,7 +127,7 @@ func (w *world) note(node string, shard int, job, what string) {
 // simulate runs one seed inside the calling synctest bubble and returns
 // its history.
 func simulate(seed uint64, cfg Config) *History {
-	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), start: time.Now(),
+	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), irng: rand.New(rand.NewPCG(seed, seed^0x1e7e)), start: time.Now(),
 		kick: make(chan struct{}, 1), acquireAt: map[int]time.Time{}, triggers: map[string]trigInfo{}}
 	w.m = newModel(cfg.TTL, w.note)
 	w.jobs = newJobs(w)
@@ -320,6 +321,9 @@ func (w *world) endRun(n *node, rec *runRec, ctx context.Context) scheduler.Resu
 	switch {
 	case ctx.Err() != nil && !isDone(rec.done):
 		rec.cause = fmt.Sprint(context.Cause(ctx))
+		res = scheduler.Result{Status: scheduler.StatusCancelled, Detail: rec.cause}
+	case rec.interrupted:
+		rec.cause = "interrupted from outside: its exec supervisor signalled"
 		res = scheduler.Result{Status: scheduler.StatusCancelled, Detail: rec.cause}
 	case rec.fail:
 		res = scheduler.Result{Status: scheduler.StatusFailed, Detail: "receiver said no"}
