@@ -38,7 +38,7 @@ SLOW_PKGS := ./jobstore ./shard ./lease ./runner ./scheduler
 # suites: a line that names $(MAKE) directly runs even under `make -n`.
 SUBMAKE = $(MAKE) --no-print-directory
 
-.PHONY: build run test test-clockfree test-unit test-alerts promtool e2e bench bench-cluster bench-soak lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images fuzz sim
+.PHONY: build run test test-clockfree test-unit test-alerts promtool e2e bench bench-cluster bench-soak lint vulncheck etcd clean image etcd-image static k8s-check k8s-rules e2e-images fuzz sim chaos
 
 # What `shardcron version`, shardcron_build_info and the member list say.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -190,6 +190,18 @@ SIMSTART ?= 1
 SIMSLOTS ?= 0
 sim:
 	$(GO) test -count=1 -timeout 0 -run '^TestSimSeeds$$' ./sim -sim.seeds=$(SIMSEEDS) -sim.start=$(SIMSTART) -sim.slots=$(SIMSLOTS)
+
+# The chaos run (TestChaos in cmd/shardcron, docs/development.md): for
+# CHAOSDURATION a seeded nemesis kills, pauses, terminates, adds and
+# removes replicas, stalls etcd and slows the receiver, one fault on the
+# heels of the last; the ledger and the replicas' logs are then held to
+# the contract (every tick ran or a skip covers it, no unmarked repeat, no
+# start past the starting deadline). `make test` runs it for 30 s, CI
+# for 5 minutes; CHAOSSEED=N replays a run's choices (not its timing).
+CHAOSDURATION ?= 10m
+CHAOSSEED ?= 0
+chaos: etcd
+	$(WITH_ETCD) $(GO) test -tags racebin -count=1 -timeout 0 -run '^TestChaos$$' ./cmd/shardcron -chaos.duration=$(CHAOSDURATION) -chaos.seed=$(CHAOSSEED) -v
 
 # Every fuzz target for FUZZTIME each (their kept corpora, testdata/fuzz,
 # run with every `make test` anyway). A failure leaves the failing input in

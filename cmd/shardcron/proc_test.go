@@ -236,6 +236,17 @@ func (b *syncBuffer) Tail(n int) string {
 	return string(bytes.Join(b.lines[from:], []byte("\n")))
 }
 
+// Lines returns a copy of every line so far.
+func (b *syncBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lines := make([]string, len(b.lines))
+	for i, l := range b.lines {
+		lines[i] = string(l)
+	}
+	return lines
+}
+
 // Contains reports whether any line so far contains s.
 func (b *syncBuffer) Contains(s string) bool {
 	b.mu.Lock()
