@@ -244,8 +244,9 @@ type Result struct {
 	// run away before any of its work began (its own look at the safe
 	// deadline, its closing): the tick stays in flight, and a release
 	// names it never started. A run cancelled after it began, with no
-	// cancel from the scheduler (an exec supervisor signalled), stays in
-	// flight as a possible re-run: its effect may have landed.
+	// cancel from the scheduler (an exec supervisor signalled), may have
+	// had its effect: it is recorded as it ended while its owner fires
+	// the shard, and left in flight for a marked re-run while it drains.
 	NotStarted bool
 }
 
