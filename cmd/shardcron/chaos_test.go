@@ -21,13 +21,14 @@ import (
 
 // The chaos run: what TestFaultSuite does one fault at a time, a seeded
 // nemesis does at random for -chaos.duration. Replicas are killed,
-// paused, terminated and restarted, replicas join and leave, etcd stalls
-// and the receiver slows down so that faults land while runs are in
-// flight, one fault hard on the heels of the last (an owner change in the
-// middle of a catch-up). The checker holds the ledger and the replicas'
-// logs to the contract (docs/semantics.md): every tick ran or a skip
-// record covers it, no tick ran twice unless the repeat is marked, and no
-// run started after its starting deadline. `make chaos` runs it for long;
+// paused, terminated and restarted, replicas join and leave, etcd stalls,
+// exec supervisors are signalled, and the receiver slows down so that
+// faults land while runs are in flight, one fault hard on the heels of
+// the last (an owner change in the middle of a catch-up). The checker
+// holds the ledger, the exec jobs' file and the replicas' logs to the
+// contract (docs/semantics.md): every tick ran or a log decided it
+// (skipped, or ended before its effect), no tick ran twice unless the
+// repeat is marked, and no run started after its starting deadline. `make chaos` runs it for long;
 // `make test` runs it for 30 s. The seed replays the nemesis'
 // choices, not the machine's timing: a failure is a lead to reproduce as
 // an example test, as the simulator's are.
@@ -104,7 +105,6 @@ type chaosRun struct {
 	bin      string
 	etcd     *etcdtest.Process
 	jobsFile string
-	execOut  string // the exec jobs' file
 	ledger   *slowLedger
 	live     map[string]*proc
 	all      []*proc
@@ -131,7 +131,7 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(srv.Close)
 	execOut := filepath.Join(t.TempDir(), "exec-runs")
 	c := &chaosRun{t: t, rng: rand.New(rand.NewPCG(seed, seed^0xc4a05)), bin: plainBinary(t), etcd: etcd,
-		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut), execOut: execOut, ledger: led, live: map[string]*proc{}}
+		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut), ledger: led, live: map[string]*proc{}}
 	owners := newOwnershipProbe(t, etcd.Endpoint(), chaosCluster)
 	for _, n := range []string{"c1", "c2", "c3"} {
 		c.start(n)
@@ -149,7 +149,7 @@ func TestChaos(t *testing.T) {
 		return len(owners.owners()) == chaosShards
 	}))
 
-	// Every tick up to end must reach the ledger or a skip record; the
+	// Every tick up to end must reach the ledger or be decided in a log; the
 	// last faults' catch-up may take a while on a loaded machine.
 	var rep chaosReport
 	_, _ = poll.UntilEvery(procEvery, 60*time.Second, poll.True(func() bool {
