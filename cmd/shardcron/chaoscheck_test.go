@@ -33,7 +33,7 @@ type chaosReport struct {
 	unmarked                       []string // ran twice, the repeat not marked
 	late                           []string // reached the ledger past its starting deadline and the slack
 	skippedTwice                   int      // ticks two skip records cover
-	deposedSkips                   int      // skip lines of deposed owners
+	deposedLines                   int      // decision lines of deposed owners
 	skippedAndRan                  []string // ticks skipped by one owner and run by another
 	maxLate                        time.Duration
 }
@@ -51,9 +51,10 @@ var (
 
 // decisionsIn reads the ticks every "tick skipped" line covers (a
 // per-second job's count ticks up to its tick), and every "run ended"
-// line's, with the node and detail of each. A line written after a higher token acquired the line's shard is a
-// deposed owner's, acting before it learnt of its loss: its skip never
-// landed (fenced), so it covers nothing and is only counted.
+// line's, with the node and detail of each. A line written after a
+// higher token acquired the line's shard is a deposed owner's, acting
+// before it learnt of its loss: its write never landed (fenced), so it
+// decides nothing and is only counted.
 func decisionsIn(lines []string) (skips, ends map[chaosUnit][]string, deposed int) {
 	skips, ends = map[chaosUnit][]string{}, map[chaosUnit][]string{}
 	acquired := map[string][]tokenAt{} // by shard
@@ -153,7 +154,7 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time) chaosRepo
 		}
 	}
 	skips, ends, deposed := decisionsIn(logLines)
-	r.deposedSkips = deposed
+	r.deposedLines = deposed
 	for _, unit := range slices.Sorted(maps.Keys(units)) {
 		for tick := begin.UTC(); !tick.After(end); tick = tick.Add(time.Second) {
 			r.expected++
@@ -186,8 +187,8 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time) chaosRepo
 }
 
 func (r chaosReport) String() string {
-	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d skip lines of deposed owners",
-		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedSkips)
+	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d decision lines of deposed owners",
+		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedLines)
 }
 
 func (r chaosReport) check(t *testing.T) {
