@@ -65,7 +65,7 @@ func TestRunStoppedFromOutside(t *testing.T) {
 				defer cancel()
 				released := make(chan Released, 1)
 				go func() { released <- h1.s.Drain(ctx, 6) }()
-				time.Sleep(500 * time.Millisecond)
+				synctest.Wait() // Drain waits for the run, which waits for signalled
 				if tc.inDrain {
 					close(signalled)
 				}

@@ -208,7 +208,7 @@ func (c *chaosRun) liveNames() []string {
 // terminated replica restarts, a paused one resumes). The waits are the
 // nemesis' own timing, not waits for conditions.
 func (c *chaosRun) act() {
-	time.Sleep(c.between(200*time.Millisecond, 4*time.Second))
+	time.Sleep(c.between(200*time.Millisecond, 4*time.Second)) // the nemesis' pace between faults
 	if c.rng.IntN(3) == 0 {
 		// Slow answers keep runs in flight, so the next fault lands on them.
 		d := c.between(0, chaosMaxDelay)
@@ -222,14 +222,14 @@ func (c *chaosRun) act() {
 		c.reap(name, p)
 		back := c.between(0, 4*time.Second)
 		c.note("kill -9 %s, back after %v", name, back.Round(time.Millisecond))
-		time.Sleep(back)
+		time.Sleep(back) // the fault: the replica stays dead this long
 		c.start(name)
 	case k < 4:
 		name, p := c.victim()
 		d := c.between(300*time.Millisecond, 5*time.Second)
 		c.note("SIGSTOP %s for %v", name, d.Round(time.Millisecond))
 		p.signal(syscall.SIGSTOP)
-		time.Sleep(d)
+		time.Sleep(d) // the fault: the pause's length
 		p.signal(syscall.SIGCONT)
 	case k < 6:
 		name, p := c.victim()
@@ -239,7 +239,7 @@ func (c *chaosRun) act() {
 		d := c.between(300*time.Millisecond, 3*time.Second)
 		c.note("etcd paused for %v", d.Round(time.Millisecond))
 		c.etcd.Pause()
-		time.Sleep(d)
+		time.Sleep(d) // the fault: the stall's length
 		c.etcd.Resume()
 	case k < 9:
 		c.signalSupervisors()
@@ -260,19 +260,17 @@ func (c *chaosRun) act() {
 // restarts it (`systemctl stop`, `pkill shardcron`): the jobs stop after
 // their effect landed, and their ticks must be re-run marked.
 func (c *chaosRun) signalSupervisors() {
-	// Runs come and go: look a few times for a replica with some.
+	// Runs come and go: look for a replica with some for up to 2 s.
 	var name string
 	var sups []int
-	for try := 0; try < 20 && sups == nil; try++ {
+	_, _ = poll.UntilEvery(100*time.Millisecond, 2*time.Second, poll.True(func() bool {
 		for _, n := range c.liveNames() {
 			if s := supervisorsOf(c.live[n].cmd.Process.Pid); len(s) > 0 && (sups == nil || c.rng.IntN(2) == 0) {
 				name, sups = n, s
 			}
 		}
-		if sups == nil {
-			time.Sleep(100 * time.Millisecond) // the nemesis' own pace
-		}
-	}
+		return sups != nil
+	})) // none found is a fault not landed, noted below
 	if sups == nil {
 		c.note("no exec supervisor to signal")
 		return
