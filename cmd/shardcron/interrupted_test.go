@@ -41,32 +41,42 @@ func TestSignalledSupervisorRun(t *testing.T) {
 	if err := os.WriteFile(jobs, fmt.Appendf(nil, "jobs:\n  - name: victim\n    schedule: \"* * * * * *\"\n    concurrency: forbid\n    exec: {command: [/bin/sh, -c, %q]}\n", cmd), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	nodes := map[string]*proc{}
-	for _, n := range []string{"a", "b"} {
-		nodes[n] = startProc(t, n, "server", "--cluster", "interrupted", "--node-id", n,
+	// a runs alone until the signalled run is recorded, so no rebalance
+	// moves the shard while the test waits for that record: its premise is
+	// an owner that goes on firing the shard.
+	start := func(n string) *proc {
+		p := startProc(t, n, "server", "--cluster", "interrupted", "--node-id", n,
 			"--etcd-endpoints", etcd.Endpoint(), "--http-addr", "127.0.0.1:0",
 			"--lease-ttl", "3s", "--shards", "8", "--drain-timeout", "2s", "--jobs", jobs)
-		nodes[n].HTTPAddr(30 * time.Second)
+		p.HTTPAddr(30 * time.Second)
+		return p
 	}
+	const ownerName = "a"
+	owner := start(ownerName)
 	var signalled []fire
 	poll.MustEvery(t, procEvery, 30*time.Second, "a first run of the job", poll.True(func() bool {
 		signalled = execFires(t, out)
 		return len(signalled) > 0
 	}))
-	tick, ownerName := signalled[0].Tick.UTC().Format(time.RFC3339), signalled[0].Node
-	owner := nodes[ownerName]
+	tick := signalled[0].Tick.UTC().Format(time.RFC3339)
 	if err := syscall.Kill(supervisorOf(t, owner.cmd.Process.Pid), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	successor := nodes[map[string]string{"a": "b", "b": "a"}[ownerName]]
 	poll.MustEvery(t, procEvery, 30*time.Second, "tick "+tick+" recorded as cancelled by the signal", poll.True(func() bool {
 		var h struct {
 			Runs []struct{ Tick, Status, Detail string }
 		}
-		_ = json.Unmarshal([]byte(httpGet(t, successor.HTTPAddr(time.Second), "/api/v1/jobs/victim/runs?limit=100")), &h)
+		_ = json.Unmarshal([]byte(httpGet(t, owner.HTTPAddr(time.Second), "/api/v1/jobs/victim/runs?limit=100")), &h)
 		return slices.ContainsFunc(h.Runs, func(r struct{ Tick, Status, Detail string }) bool {
 			return r.Tick == tick && r.Status == "cancelled" && strings.Contains(r.Detail, "supervisor signalled")
 		})
+	}))
+	// Now a successor joins, and a leaves: every shard is handed over
+	// gracefully, by the rebalance or by a's release at its exit.
+	start("b")
+	owners := newOwnershipProbe(t, etcd.Endpoint(), "interrupted")
+	poll.MustEvery(t, procEvery, 30*time.Second, "b holding shards", poll.True(func() bool {
+		return len(owners.shardsOf("b")) > 0
 	}))
 	owner.signal(syscall.SIGTERM)
 	if _, err := owner.Wait(15 * time.Second); err != nil {
