@@ -193,11 +193,13 @@ sim:
 
 # The chaos run (TestChaos in cmd/shardcron, docs/development.md): for
 # CHAOSDURATION a seeded nemesis kills, pauses, terminates, adds and
-# removes replicas, stalls etcd and slows the receiver, one fault on the
-# heels of the last; the ledger and the replicas' logs are then held to
-# the contract (every tick ran or a skip covers it, no unmarked repeat, no
-# start past the starting deadline). `make test` runs it for 30 s, CI
-# for 5 minutes; CHAOSSEED=N replays a run's choices (not its timing).
+# removes replicas, stalls etcd, cuts a replica off from etcd, signals
+# exec supervisors and slows the receiver, one fault on the heels of the
+# last; the ledger, the exec jobs' file and the replicas' logs are then
+# held to the contract (every tick ran or a log decided it, no unmarked
+# repeat, no start past the starting deadline). `make test` runs it for
+# 30 s, CI for 5 minutes; CHAOSSEED=N replays a run's choices (not its
+# timing).
 CHAOSDURATION ?= 10m
 CHAOSSEED ?= 0
 chaos: etcd

@@ -20,16 +20,17 @@ import (
 )
 
 // The chaos run: what TestFaultSuite does one fault at a time, a seeded
-// nemesis does at random for -chaos.duration. Replicas are killed,
-// paused, terminated and restarted, replicas join and leave, etcd stalls,
+// nemesis does at random for -chaos.duration. Replicas are killed, paused,
+// terminated and restarted, replicas join and leave, etcd stalls, a
+// replica is cut off from etcd (its traffic held, as a partition does),
 // exec supervisors are signalled, and the receiver slows down so that
-// faults land while runs are in flight, one fault hard on the heels of
-// the last (an owner change in the middle of a catch-up). The checker
-// holds the ledger, the exec jobs' file and the replicas' logs to the
-// contract (docs/semantics.md): every tick ran or a log decided it
-// (skipped, or ended before its effect), no tick ran twice unless the
-// repeat is marked, and no run started after its starting deadline. `make chaos` runs it for long;
-// `make test` runs it for 30 s. The seed replays the nemesis'
+// faults land while runs are in flight, one fault hard on the heels of the
+// last (an owner change in the middle of a catch-up). The checker holds
+// the ledger, the exec jobs' file and the replicas' logs to the contract
+// (docs/semantics.md): every tick ran or a log decided it (skipped, or
+// ended before its effect), no tick ran twice unless the repeat is marked,
+// and no run started after its starting deadline. `make chaos` runs it for
+// long; `make test` runs it for 30 s. The seed replays the nemesis'
 // choices, not the machine's timing: a failure is a lead to reproduce as
 // an example test, as the simulator's are.
 
@@ -106,10 +107,13 @@ type chaosRun struct {
 	etcd     *etcdtest.Process
 	jobsFile string
 	ledger   *slowLedger
-	live     map[string]*proc
-	all      []*proc
-	joined   int
-	faults   []string // what the nemesis did, for the report
+	// proxies: each replica reaches etcd through its own, kept across
+	// its restarts, so that it alone can be cut off.
+	proxies map[string]*etcdtest.Proxy
+	live    map[string]*proc
+	all     []*proc
+	joined  int
+	faults  []string // what the nemesis did, for the report
 }
 
 func TestChaos(t *testing.T) {
@@ -131,7 +135,8 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(srv.Close)
 	execOut := filepath.Join(t.TempDir(), "exec-runs")
 	c := &chaosRun{t: t, rng: rand.New(rand.NewPCG(seed, seed^0xc4a05)), bin: plainBinary(t), etcd: etcd,
-		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut), ledger: led, live: map[string]*proc{}}
+		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut), ledger: led,
+		proxies: map[string]*etcdtest.Proxy{}, live: map[string]*proc{}}
 	owners := newOwnershipProbe(t, etcd.Endpoint(), chaosCluster)
 	for _, n := range []string{"c1", "c2", "c3"} {
 		c.start(n)
@@ -166,9 +171,14 @@ func TestChaos(t *testing.T) {
 }
 
 func (c *chaosRun) start(name string) {
+	proxy := c.proxies[name]
+	if proxy == nil {
+		proxy = etcdtest.NewProxy(c.t, c.etcd.Endpoint())
+		c.proxies[name] = proxy
+	}
 	p := startProcCmd(c.t, name, func(cmd *exec.Cmd) { cmd.Path = c.bin }, "server",
 		"--cluster", chaosCluster, "--node-id", name,
-		"--etcd-endpoints", c.etcd.Endpoint(), "--http-addr", "127.0.0.1:0",
+		"--etcd-endpoints", proxy.Endpoint(), "--http-addr", "127.0.0.1:0",
 		"--lease-ttl", chaosTTL.String(), "--shards", fmt.Sprint(chaosShards),
 		"--drain-timeout", chaosDrain.String(), "--jobs", c.jobsFile)
 	p.HTTPAddr(30 * time.Second)
@@ -215,7 +225,7 @@ func (c *chaosRun) act() {
 		c.ledger.delayMS.Store(d.Milliseconds())
 		c.note("receiver delay %v", d.Round(time.Millisecond))
 	}
-	switch k := c.rng.IntN(11); {
+	switch k := c.rng.IntN(13); {
 	case k < 2:
 		name, p := c.victim()
 		p.signal(syscall.SIGKILL)
@@ -243,6 +253,16 @@ func (c *chaosRun) act() {
 		c.etcd.Resume()
 	case k < 9:
 		c.signalSupervisors()
+	case k < 11:
+		// Shorter than the TTL, the replica keeps its shards and must hold
+		// its runs until contact returns; longer, it is deposed meanwhile
+		// and must stop firing by its safe deadline.
+		name, _ := c.victim()
+		d := c.between(300*time.Millisecond, 6*time.Second)
+		c.note("%s cut off from etcd for %v", name, d.Round(time.Millisecond))
+		c.proxies[name].Blackhole()
+		time.Sleep(d) // the fault: the partition's length
+		c.proxies[name].Restore()
 	case len(c.live) < 5 && (len(c.live) <= 3 || c.rng.IntN(2) == 0):
 		c.joined++
 		name := fmt.Sprintf("j%d", c.joined)
