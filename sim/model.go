@@ -60,9 +60,12 @@ type model struct {
 	// then loses the shard before its history lands (history is written
 	// after the decision, in batches) still decided.
 	replaced map[string]map[time.Time]bool
-	// skippedTriggers holds the trigger ids an owner recorded (in history
-	// that landed) as skipped after their claim: replaced before they
-	// started, or their job suspended while the claim was on the way.
+	// skippedTriggers holds the trigger ids an owner recorded as skipped
+	// after their claim (replaced before they started, their job suspended
+	// while the claim was on the way, their starting deadline passed
+	// before a successor could start them): in history that landed, or in
+	// a record write that took the flight out and raised the skipped count
+	// (noteSkipped).
 	skippedTriggers map[string]bool
 	trigs           map[trigKey]trigReq
 	// consumed says how each consumed trigger request went: "claim" (its
@@ -289,9 +292,11 @@ func (m *model) txn(node string, writes []scheduler.Write, batch []int, res []sc
 }
 
 // noteSkipped adds to m.replaced the ticks w takes out of the record's in
-// flight while it raises the skipped count: under replace, the record
-// itself says they were decided, even if the history entry naming them was
-// lost with its owner.
+// flight while it raises the skipped count, and to m.skippedTriggers the
+// manual ones: the record itself says they were decided (under replace,
+// or skipped: a handed-over manual tick past its starting deadline), even
+// if the history entry naming them was lost with its owner (history lags
+// the record by up to two seconds, docs/semantics.md).
 func (m *model) noteSkipped(k recKey, w scheduler.Write) {
 	old, err := scheduler.DecodeRecord(m.recs[k].Value)
 	if err != nil || w.Value == nil {
@@ -302,6 +307,10 @@ func (m *model) noteSkipped(k recKey, w scheduler.Write) {
 		return
 	}
 	for _, f := range old.InFlight {
+		if f.Trigger != "" && !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Trigger == f.Trigger }) {
+			m.skippedTriggers[f.Trigger] = true
+			continue
+		}
 		if f.Trigger == "" && !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Tick.Equal(f.Tick) }) {
 			if m.replaced[w.Job] == nil {
 				m.replaced[w.Job] = map[time.Time]bool{}
