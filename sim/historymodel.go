@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,10 +23,7 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 			// runner) once the replace had cancelled it.
 			if e.Status == scheduler.StatusSkipped && strings.HasPrefix(e.Detail, "replaced") ||
 				e.Status == scheduler.StatusCancelled && strings.Contains(e.Detail, "replaced by a newer tick") {
-				if m.replaced[w.Job] == nil {
-					m.replaced[w.Job] = map[time.Time]bool{}
-				}
-				m.replaced[w.Job][e.Tick.UTC()] = true
+				m.markReplaced(w.Job, e.Tick)
 			}
 		}
 		if !m.fenceHolds(w.Shard, w.Token) {
@@ -49,4 +47,40 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 		m.rev++
 	}
 	return errs
+}
+
+// noteSkipped adds to m.replaced the ticks w takes out of the record's in
+// flight while it raises the skipped count, and to m.skippedTriggers the
+// manual ones: the record itself says they were decided (under replace,
+// or skipped: a handed-over manual tick past its starting deadline), even
+// if the history entry naming them was lost with its owner (history lags
+// the record by up to two seconds, docs/semantics.md).
+func (m *model) noteSkipped(k recKey, w scheduler.Write) {
+	old, err := scheduler.DecodeRecord(m.recs[k].Value)
+	if err != nil || w.Value == nil {
+		return
+	}
+	r, err := scheduler.DecodeRecord(w.Value)
+	if err != nil || r.Skipped <= old.Skipped {
+		return
+	}
+	for _, f := range old.InFlight {
+		switch {
+		case f.Trigger != "":
+			if !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Trigger == f.Trigger }) {
+				m.skippedTriggers[f.Trigger] = true
+			}
+		case !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Tick.Equal(f.Tick) }):
+			m.markReplaced(w.Job, f.Tick)
+		}
+	}
+}
+
+// markReplaced notes job's tick as decided by replace, keyed by instant
+// (UTC, no monotonic reading).
+func (m *model) markReplaced(job string, tick time.Time) {
+	if m.replaced[job] == nil {
+		m.replaced[job] = map[time.Time]bool{}
+	}
+	m.replaced[job][tick.UTC()] = true
 }

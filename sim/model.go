@@ -291,35 +291,6 @@ func (m *model) txn(node string, writes []scheduler.Write, batch []int, res []sc
 	return retry
 }
 
-// noteSkipped adds to m.replaced the ticks w takes out of the record's in
-// flight while it raises the skipped count, and to m.skippedTriggers the
-// manual ones: the record itself says they were decided (under replace,
-// or skipped: a handed-over manual tick past its starting deadline), even
-// if the history entry naming them was lost with its owner (history lags
-// the record by up to two seconds, docs/semantics.md).
-func (m *model) noteSkipped(k recKey, w scheduler.Write) {
-	old, err := scheduler.DecodeRecord(m.recs[k].Value)
-	if err != nil || w.Value == nil {
-		return
-	}
-	r, err := scheduler.DecodeRecord(w.Value)
-	if err != nil || r.Skipped <= old.Skipped {
-		return
-	}
-	for _, f := range old.InFlight {
-		if f.Trigger != "" && !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Trigger == f.Trigger }) {
-			m.skippedTriggers[f.Trigger] = true
-			continue
-		}
-		if f.Trigger == "" && !slices.ContainsFunc(r.InFlight, func(g scheduler.Flight) bool { return g.Tick.Equal(f.Tick) }) {
-			if m.replaced[w.Job] == nil {
-				m.replaced[w.Job] = map[time.Time]bool{}
-			}
-			m.replaced[w.Job][f.Tick.UTC()] = true // keyed by instant (UTC, no monotonic reading)
-		}
-	}
-}
-
 // gone lists the requests w consumes that no longer exist with their Rev.
 func (m *model) gone(w scheduler.Write) []string {
 	var ids []string
