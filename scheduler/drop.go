@@ -28,24 +28,25 @@ func (s *Scheduler) startLanded(rec *jobRec, o op, now time.Time) {
 // stopsLanded says why the landed claim o must not start at now, "" when
 // it may: its job is suspended, its starting deadline passed while the
 // claim was on its way (a slow etcd), or o's tick is before what it may
-// run (notBefore). A manual tick is judged by the suspension alone.
+// run (notBefore: a schedule's, so never a manual tick's).
 func (rec *jobRec) stopsLanded(o op, now time.Time) string {
 	if rec.e.job.Suspend {
 		return "job suspended"
 	}
-	if o.man != nil {
-		return ""
-	}
 	if why := pastStartingDeadline(rec.e.job, o.tickRef, now); why != "" {
 		return why
+	}
+	if o.man != nil {
+		return ""
 	}
 	return rec.notBefore(o.tick)
 }
 
 // pastStartingDeadline says why t may no longer start at now, "" while
 // job's starting deadline allows: judged for every start, a taken-over
-// tick's included (a handoff chain can pass a tick on for minutes), when
-// it is due, when its claim lands and when its run is handed to a worker.
+// tick's and a manual one's included (a handoff chain can pass a tick on
+// for minutes; a manual tick counts from its request), when it is due,
+// when its claim lands and when its run is handed to a worker.
 func pastStartingDeadline(job *config.Job, t tickRef, now time.Time) string {
 	sd := job.StartingDeadline.D()
 	if sd <= 0 || !now.After(t.tick.Add(sd)) {

@@ -69,8 +69,8 @@ func (s *Scheduler) handOff(now time.Time) {
 // refusal says why r must not start at now, if it must not: its shard is
 // lost or past its safe deadline, it was cancelled, or it was dropped for
 // good (then it never runs): its job was suspended (config.Job.NotBefore),
-// or a scheduled tick's starting deadline passed while it was held or
-// waited for a worker. It reads r.spec, never the loop's job record.
+// or its starting deadline passed while it was held or waited for a
+// worker. It reads r.spec, never the loop's job record.
 func (r *run) refusal(now time.Time) (res Result, dropped, refused bool) {
 	if err := r.sh.check(); err != nil {
 		return Result{Status: StatusCancelled, Detail: err.Error()}, false, true
@@ -81,10 +81,8 @@ func (r *run) refusal(now time.Time) (res Result, dropped, refused bool) {
 	case r.ctx.Err() != nil:
 		return Result{Status: StatusCancelled, Detail: context.Cause(r.ctx).Error()}, false, true
 	}
-	if r.man == nil {
-		if why := pastStartingDeadline(&r.spec.Job, r.tickRef, now); why != "" {
-			return Result{Status: StatusSkipped, Detail: why}, true, true
-		}
+	if why := pastStartingDeadline(&r.spec.Job, r.tickRef, now); why != "" {
+		return Result{Status: StatusSkipped, Detail: why}, true, true
 	}
 	return Result{}, false, false
 }

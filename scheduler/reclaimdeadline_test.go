@@ -160,3 +160,57 @@ func crashWhileRunning(t *testing.T, h *harness, lose context.CancelCauseFunc, t
 	}
 	lose(ErrDeadline)
 }
+
+// A manual run is bound by its job's starting deadline at its start, like
+// every other tick (cli.md: "and so do its starting deadline and the run
+// slots"), counted from its request: one held for lack of contact, or
+// whose claim lands after the deadline, is recorded as skipped, not
+// started. Manual ticks used to be judged only while they waited for a
+// slot and when a successor took them over, so the same delay skipped a
+// handed-over trigger and started a held one.
+func TestManualRunPastStartingDeadlineIsSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after func(h *harness) // around the request: its start comes 5 s after it
+	}{
+		{"held for contact", func(h *harness) {
+			h.contact.lose()
+			time.Sleep(2 * time.Second) // past the contact window: the run is held
+		}, func(h *harness) {
+			time.Sleep(5 * time.Second)
+			h.contact.regain()
+		}},
+		{"claim landing late", func(h *harness) {
+			h.store.delay = func([]Write) time.Duration { return 5 * time.Second }
+		}, func(*harness) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sleepUntil(t0.Add(300 * time.Millisecond))
+				j := jobIn(3, "hourly", "0 0 * * * *")
+				j.StartingDeadline = config.Duration(3 * time.Second)
+				h := newHarness(t, nil, j)
+				defer h.stop()
+				g, _ := h.grant(3, 9, nil)
+				h.s.Acquired(g)
+				synctest.Wait()
+				tc.before(h)
+				h.s.Triggered(h.request(3, 9, j.Name, "late", 40, time.Now()))
+				tc.after(h)
+				time.Sleep(8 * time.Second)
+				synctest.Wait()
+				if runs := h.runner.of(j.Name); len(runs) != 0 {
+					t.Errorf("manual run started 5 s after its request, past its 3 s starting deadline: %+v", runs)
+				}
+				h.store.delay = nil
+				h.s.Drain(context.Background(), 3)
+				rec := h.store.record(3, j.Name)
+				hist := triggered(rec.History, "late")
+				if len(rec.InFlight) != 0 || len(hist) != 1 || hist[0].Status != StatusSkipped ||
+					!strings.Contains(hist[0].Detail, "starting deadline") {
+					t.Errorf("record %+v: want the trigger out of flight and skipped for its starting deadline", rec)
+				}
+			})
+		})
+	}
+}

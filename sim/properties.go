@@ -262,11 +262,11 @@ func noRunPastDeadline(h *History) []Violation {
 	return vs
 }
 
-// noLateStart: no first attempt of a scheduled tick is handed to the
-// runner later than its fire plus its job's starting deadline, by the
-// owner's clock at the call (Run.Clock), however the tick came (taken
-// over, caught up, held, claimed slowly). Units whose deadline an edit
-// changed are left out: which definition judged a tick is unclear.
+// noLateStart: no first attempt of a tick is handed to the runner later
+// than its fire (a manual tick's: its request) plus its job's starting
+// deadline, by the owner's clock at the call (Run.Clock), however the tick
+// came (taken over, caught up, held, claimed slowly). Units whose deadline
+// an edit changed are left out: which definition judged a tick is unclear.
 func noLateStart(h *History) []Violation {
 	var vs []Violation
 	lives := h.lives()
@@ -277,7 +277,7 @@ func noLateStart(h *History) []Violation {
 			continue
 		}
 		for _, r := range slices.Concat(h.runsOf(name), h.refusedOf(name)) {
-			if r.Trigger != "" || r.Attempt > 1 || !r.Called.Add(r.Clock).After(r.Fire.Add(sd)) {
+			if r.Attempt > 1 || !r.Called.Add(r.Clock).After(r.Fire.Add(sd)) {
 				continue
 			}
 			v := Violation{Property: "no start past the starting deadline", Job: name, Detail: fmt.Sprintf("tick %s (fire %s) handed to the runner at %s (%s by its clock) by %s token %d, rerun %v; starting deadline %v",
