@@ -3,8 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"github.com/shardcron/shardcron/config"
 	"time"
+
+	"github.com/shardcron/shardcron/config"
 )
 
 // Retries (config.Retries): a failed attempt of a tick (the runner reports
