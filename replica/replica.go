@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/shardcron/shardcron/config"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/keyspace"
 	"github.com/shardcron/shardcron/jobstore"
 	"github.com/shardcron/shardcron/runner"

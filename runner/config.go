@@ -3,11 +3,11 @@ package runner
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"os"
-	"time"
 )
 
 // Defaults.
