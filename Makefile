@@ -254,6 +254,9 @@ bench-soak: build
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	@# Imports in three groups: the standard library, others, this module.
+	@out="$$($(GO) run golang.org/x/tools/cmd/goimports@v0.51.0 -local github.com/shardcron/shardcron -l $$(git ls-files '*.go'))" || exit 1; \
+		test -z "$$out" || { echo "imports not grouped (goimports -local github.com/shardcron/shardcron -w):"; echo "$$out"; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 	tools/vuln/vulncheck.sh

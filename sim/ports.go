@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardcron/shardcron/scheduler"
 	"golang.org/x/sys/unix"
+
+	"github.com/shardcron/shardcron/scheduler"
 )
 
 // The scheduler's ports, as each simulated node implements them: every
