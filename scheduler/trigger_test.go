@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -170,7 +171,8 @@ func TestManualTickConcurrency(t *testing.T) {
 				sleepUntil(t0.Add(-time.Second))
 				j := jobIn(1, "busy", "0 0 * * * *")
 				j.Concurrency = c.policy
-				h := newHarness(t, nil, j)
+				var logs lockedBuf
+				h := newHarness(t, func(cfg *Config) { cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) }, j)
 				defer h.stop()
 				h.runner.behave = func(ctx context.Context, r Run) Result {
 					if r.Trigger != "" {
@@ -211,6 +213,10 @@ func TestManualTickConcurrency(t *testing.T) {
 				}
 				if h.store.requestExists("m") {
 					t.Error("request not consumed")
+				}
+				// The skip's log line names the trigger, as a run's does.
+				if skips := logs.lines(t, "tick skipped"); c.skipped && (len(skips) != 1 || skips[0]["trigger"] != "m") {
+					t.Errorf("tick skipped lines %v: want one naming trigger m", skips)
 				}
 			})
 		})

@@ -77,7 +77,11 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 func (s *Scheduler) recordSkip(rec *jobRec, e Entry) {
 	s.m.skip(e)
 	s.addHistory(rec, e)
-	s.log.Info("tick skipped", append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)...)
+	args := append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)
+	if e.Trigger != "" { // as the run ended line of a manual run names it
+		args = append(args, "trigger", e.Trigger)
+	}
+	s.log.Info("tick skipped", args...)
 }
 
 // dropClaims gives back the run slots of due claims that will not run
