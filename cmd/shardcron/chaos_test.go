@@ -114,6 +114,10 @@ type chaosRun struct {
 	all     []*proc
 	joined  int
 	faults  []string // what the nemesis did, for the report
+	// triggers the CLI accepted, and how many more calls had no clear
+	// outcome (chaostrigger_test.go).
+	triggers        []chaosTrigger
+	triggersUnknown int
 }
 
 func TestChaos(t *testing.T) {
@@ -158,8 +162,8 @@ func TestChaos(t *testing.T) {
 	// last faults' catch-up may take a while on a loaded machine.
 	var rep chaosReport
 	_, _ = poll.UntilEvery(procEvery, 60*time.Second, poll.True(func() bool {
-		rep = checkChaos(append(led.Fires(), execFires(t, execOut)...), c.logLines(), begin, end)
-		return len(rep.missed) == 0
+		rep = checkChaos(append(led.Fires(), execFires(t, execOut)...), c.logLines(), begin, end, c.triggers, c.triggersUnknown)
+		return len(rep.missed) == 0 && len(rep.manual.missed) == 0
 	})) // the report names what is still missing
 
 	t.Logf("nemesis (%d faults): %s", len(c.faults), strings.Join(c.faults, "; "))
@@ -224,6 +228,9 @@ func (c *chaosRun) act() {
 		d := c.between(0, chaosMaxDelay)
 		c.ledger.delayMS.Store(d.Milliseconds())
 		c.note("receiver delay %v", d.Round(time.Millisecond))
+	}
+	if c.rng.IntN(3) == 0 {
+		c.trigger() // manual ticks waiting, claimed or running when the fault lands
 	}
 	switch k := c.rng.IntN(13); {
 	case k < 2:

@@ -36,6 +36,7 @@ type chaosReport struct {
 	deposedLines                   int      // decision lines of deposed owners
 	skippedAndRan                  []string // ticks skipped by one owner and run by another
 	maxLate                        time.Duration
+	manual                         manualReport
 }
 
 var (
@@ -133,7 +134,7 @@ func unitOf(job, item string) string {
 	return job + config.UnitSep + item
 }
 
-func checkChaos(fires []fire, logLines []string, begin, end time.Time) chaosReport {
+func checkChaos(fires []fire, logLines []string, begin, end time.Time, triggers []chaosTrigger, triggersUnknown int) chaosReport {
 	var r chaosReport
 	units := chaosUnits()
 	got := map[chaosUnit][]fire{}
@@ -155,6 +156,7 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time) chaosRepo
 	}
 	skips, ends, deposed := decisionsIn(logLines)
 	r.deposedLines = deposed
+	r.manual = checkManual(triggers, triggersUnknown, fires, logLines, skips, ends)
 	for _, unit := range slices.Sorted(maps.Keys(units)) {
 		for tick := begin.UTC(); !tick.After(end); tick = tick.Add(time.Second) {
 			r.expected++
@@ -187,8 +189,8 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time) chaosRepo
 }
 
 func (r chaosReport) String() string {
-	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d decision lines of deposed owners",
-		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedLines)
+	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d decision lines of deposed owners; %v",
+		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedLines, r.manual)
 }
 
 func (r chaosReport) check(t *testing.T) {
@@ -202,5 +204,8 @@ func (r chaosReport) check(t *testing.T) {
 	}
 	if len(r.late) > 0 {
 		t.Errorf("%d runs started past their starting deadline: %s", len(r.late), first(r.late))
+	}
+	for _, p := range r.manual.problems() {
+		t.Error(p)
 	}
 }
