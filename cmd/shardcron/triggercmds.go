@@ -30,7 +30,9 @@ func newTriggerCmd() *cobra.Command {
 		Short: "Run a job once, now, on its shard's owner",
 		Long: `Trigger asks the replica that owns JOB's shard to run it once, now: a manual
 tick, claimed under the shard's fencing token like a scheduled one, by the
-job's concurrency policy (forbid skips it while a run goes). Its run carries
+job's concurrency policy (forbid skips it while a run goes) and its
+starting_deadline, counted from the request (a trigger no owner could start
+by then is recorded as skipped). Its run carries
 Shardcron-Trigger: manual and Shardcron-Trigger-Id (SHARDCRON_TRIGGER and
 SHARDCRON_TRIGGER_ID for exec jobs) and its history entry the trigger's id.
 A suspended job (by its jobs file or by 'shardcron suspend') is refused.
