@@ -79,7 +79,7 @@ func decisionsIn(lines []string) (skips, ends map[chaosUnit][]string, deposed in
 		if unit == "" || errors.Join(err, err2, err3, err4) != nil {
 			continue
 		}
-		if slices.ContainsFunc(acquired[attr(lineShard, l)], func(a tokenAt) bool { return a.token > tok && a.at.Before(at) }) {
+		if !loggedOnLanding(l) && slices.ContainsFunc(acquired[attr(lineShard, l)], func(a tokenAt) bool { return a.token > tok && a.at.Before(at) }) {
 			deposed++
 			continue
 		}
@@ -94,6 +94,18 @@ func decisionsIn(lines []string) (skips, ends map[chaosUnit][]string, deposed in
 		}
 	}
 	return skips, ends, deposed
+}
+
+// loggedOnLanding reports whether l is a manual tick's skip by its policy
+// on receipt (forbid, or refused for too many pending), which the
+// scheduler logs once the skip's write has landed (manualSkipped): its
+// time says when the owner learnt that, which may be after a successor
+// acquired the shard (the owner was paused meanwhile), not when the write
+// was fenced.
+func loggedOnLanding(l string) bool {
+	d := attr(skipDetail, l)
+	return attr(lineTrigger, l) != "" && strings.Contains(l, `msg="tick skipped"`) &&
+		(strings.HasPrefix(d, "concurrency forbid") || strings.HasPrefix(d, "refused:"))
 }
 
 type tokenAt struct {

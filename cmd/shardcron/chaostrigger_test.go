@@ -163,8 +163,11 @@ func TestCheckManualFindsWhatTheContractForbids(t *testing.T) {
 	received := func(job, id, tick string) string {
 		return fmt.Sprintf(`time=2026-12-07T13:00:00.000Z level=INFO msg="trigger received" node=c1 shard=1 token=5 job=%s trigger=%s tick=%s`, job, id, at(tick).Format(time.RFC3339Nano))
 	}
-	skipped := fmt.Sprintf(`time=2026-12-07T13:00:03.000Z level=INFO msg="tick skipped" node=c1 shard=1 token=5 job=chaos-forbid-all tick=%s outcome=skipped count=1 detail="concurrency forbid"`, at("02.000002").Format(time.RFC3339Nano))
-	lines := []string{received("chaos-allow-all", "ran", "01.000001"), received("chaos-forbid-all", "skip", "02.000002"), skipped,
+	skipped := fmt.Sprintf(`time=2026-12-07T13:00:03.000Z level=INFO msg="tick skipped" node=c1 shard=1 token=5 job=chaos-forbid-all tick=%s outcome=skipped count=1 detail="concurrency forbid: previous run still active" trigger=skip`, at("02.000002").Format(time.RFC3339Nano))
+	// A skip by forbid is logged once its write landed: it decides the
+	// trigger though the line comes after a successor acquired the shard.
+	acquired := `time=2026-12-07T13:00:02.500Z level=INFO msg=acquired node=c2 shard=1 token=6`
+	lines := []string{received("chaos-allow-all", "ran", "01.000001"), received("chaos-forbid-all", "skip", "02.000002"), acquired, skipped,
 		received("chaos-allow-all", "twice", "03.000003"), received("chaos-allow-late", "late", "04.000004"),
 		received("chaos-allow-all", "undecided", "05.000005")}
 	ran := func(job, tick string, rerun bool, after time.Duration) fire {
