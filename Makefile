@@ -185,11 +185,14 @@ bench:
 # CI seeds and sim/testdata/seeds.txt anyway. About 0.15 s of CPU a seed.
 # SIMSLOTS=8 gives each node 8 run slots, so bursts wait in line and their
 # completions go to the completion journal (TestSimJournalSeeds' mode).
+# SIMFLAGS passes more, e.g. another cluster size: -sim.nodes=5
+# -sim.shards=8 -sim.jobs=12.
 SIMSEEDS ?= 100000
 SIMSTART ?= 1
 SIMSLOTS ?= 0
+SIMFLAGS ?=
 sim:
-	$(GO) test -count=1 -timeout 0 -run '^TestSimSeeds$$' ./sim -sim.seeds=$(SIMSEEDS) -sim.start=$(SIMSTART) -sim.slots=$(SIMSLOTS)
+	$(GO) test -count=1 -timeout 0 -run '^TestSimSeeds$$' ./sim -sim.seeds=$(SIMSEEDS) -sim.start=$(SIMSTART) -sim.slots=$(SIMSLOTS) $(SIMFLAGS)
 
 # The chaos run (TestChaos in cmd/shardcron, docs/development.md): for
 # CHAOSDURATION a seeded nemesis kills, pauses, terminates, adds and

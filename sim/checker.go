@@ -319,8 +319,8 @@ func (h *History) Report(v Violation) string {
 	lines = slices.DeleteFunc(lines, func(l line) bool {
 		return l.at.Before(v.From) || (!v.To.IsZero() && l.at.After(v.To))
 	})
-	fmt.Fprintf(&b, " from %s to %s, the job's runs, store writes and job set changes, and its shard's and nodes' events (all of it: -sim.seed=%d -v):\n",
-		ts(v.From), ts(v.To), h.Seed)
+	fmt.Fprintf(&b, " from %s to %s, the job's runs, store writes and job set changes, and its shard's and nodes' events (all of it: -sim.seed=%d%s -v):\n",
+		ts(v.From), ts(v.To), h.Seed, h.Cfg.flags())
 	for _, l := range lines {
 		b.WriteString(l.s + "\n")
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -96,4 +97,24 @@ func (ev Event) String() string {
 		s += " " + ev.Job
 	}
 	return s + ": " + ev.What
+}
+
+// flags are the sim_test flags that make cfg from Default, so that a
+// failing seed's replay line replays it exactly.
+func (cfg Config) flags() string {
+	def := Default()
+	var b strings.Builder
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"bursts", cfg.Bursts, def.Bursts}, {"items", cfg.Items, def.Items}, {"jitter", cfg.Jitter, def.Jitter},
+		{"deadlines", cfg.Deadlines, def.Deadlines}, {"interrupts", cfg.Interrupts, def.Interrupts},
+		{"slots", cfg.Slots, def.Slots}, {"nodes", cfg.Nodes, def.Nodes}, {"shards", cfg.Shards, def.Shards}, {"jobs", cfg.Jobs, def.Jobs},
+	} {
+		if f.got != f.want {
+			fmt.Fprintf(&b, " -sim.%s=%v", f.name, f.got)
+		}
+	}
+	return b.String()
 }

@@ -104,6 +104,7 @@
 //	... -sim.seeds=N -sim.hashes=FILE   every seed's history hash: a refactor
 //	                                    that changes nothing keeps every line
 //	... -sim.items=false                 no sharded jobs
+//	... -sim.nodes=5 -sim.shards=8 -sim.jobs=12   another cluster size
 //	make sim                                          100,000 seeds
 //
 // A seed that fails is kept in testdata/seeds.txt with the property it

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"maps"
@@ -29,6 +30,11 @@ var (
 	flagDeadlines  = flag.Bool("sim.deadlines", true, "give half the run_once and skip jobs a starting deadline of 1-4 s")
 	flagInterrupts = flag.Bool("sim.interrupts", true, "end about one run in 25 cancelled from outside the scheduler once it began (a signalled exec supervisor)")
 	flagSlots      = flag.Int("sim.slots", 0, "each node's run slots (0: the scheduler's default); a few make bursts, whose completions go to the journal")
+	// A cluster of another size meets other interleavings: more owners
+	// for one shard's handoff chain, more jobs behind one slot.
+	flagNodes  = flag.Int("sim.nodes", 0, "nodes (0: Default's)")
+	flagShards = flag.Int("sim.shards", 0, "shards (0: Default's)")
+	flagJobs   = flag.Int("sim.jobs", 0, "jobs (0: Default's)")
 )
 
 // ciSeeds is how many seeds every `go test` runs (besides the kept ones).
@@ -52,7 +58,7 @@ func report(t *testing.T, h *History, vs []Violation) {
 		}
 	}
 	for p, n := range seen {
-		t.Errorf("seed %d (history %s): %d violations of %q (replay: go test ./sim -run TestSimSeeds -sim.seed=%d)", h.Seed, h.Hash(), n, p, h.Seed)
+		t.Errorf("seed %d (history %s): %d violations of %q (replay: go test ./sim -run TestSimSeeds -sim.seed=%d%s)", h.Seed, h.Hash(), n, p, h.Seed, h.Cfg.flags())
 	}
 }
 
@@ -93,6 +99,7 @@ func keptSeeds(t *testing.T, name string) []uint64 {
 func TestSimSeeds(t *testing.T) {
 	cfg := Default()
 	cfg.Bursts, cfg.Items, cfg.Jitter, cfg.Deadlines, cfg.Interrupts, cfg.Slots = *flagBursts, *flagItems, *flagJitter, *flagDeadlines, *flagInterrupts, *flagSlots
+	cfg.Nodes, cfg.Shards, cfg.Jobs = cmp.Or(*flagNodes, cfg.Nodes), cmp.Or(*flagShards, cfg.Shards), cmp.Or(*flagJobs, cfg.Jobs)
 	switch {
 	case *flagSeed != 0:
 		cfg.Log = os.Stderr
