@@ -169,7 +169,7 @@ func overridden(j *config.Job, ovs map[string]Override) (config.Job, bool) {
 	}
 	e := *j
 	if o.Suspended {
-		e.Suspend = true
+		e.Suspend, e.SuspendedAt = true, o.Changed
 	}
 	if o.Resumed.After(e.Resumed) {
 		e.Resumed = o.Resumed

@@ -47,6 +47,10 @@ func TestSuspendOverrideLifecycle(t *testing.T) {
 	if !eff[js[1].Name].Suspend || eff[js[0].Name].Suspend || eff[js[2].Name].Suspend {
 		t.Fatalf("effective suspend flags: %v %v %v", eff[js[0].Name].Suspend, eff[js[1].Name].Suspend, eff[js[2].Name].Suspend)
 	}
+	// When it was suspended, for a new owner to decide the ticks before.
+	if at := eff[js[1].Name].SuspendedAt; !at.Equal(c.t) || !eff[js[0].Name].SuspendedAt.IsZero() {
+		t.Fatalf("SuspendedAt %v (want %v) and %v (want zero)", at, c.t, eff[js[0].Name].SuspendedAt)
+	}
 	if fs, ok := got.FileSuspend[js[1].Name]; !ok || fs {
 		t.Fatalf("FileSuspend = %v", got.FileSuspend)
 	}

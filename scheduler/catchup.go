@@ -48,7 +48,15 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 	}
 	s.reclaimInFlight(rec, now, rel)
 	if rec.e.job.Suspend {
-		return // fire nothing now
+		// Fire nothing now. The ticks nobody ran before the suspension
+		// (a gap with no owner) are skipped, or none would ever decide
+		// them: after the resume, catch-up starts at the resume.
+		if at := rec.e.job.SuspendedAt; !at.IsZero() {
+			if base := rec.missedBase(); !base.IsZero() {
+				s.skipRange(rec, base, earlier(at, now), "job suspended")
+			}
+		}
+		return
 	}
 	s.catchUpMissed(rec, now, rel)
 }
@@ -88,21 +96,7 @@ func (s *Scheduler) reclaimInFlight(rec *jobRec, now time.Time, rel *Released) {
 // tick after it.
 func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 	job := rec.e.job
-	// No tick at or before Since (the job did not exist) or Resumed (the
-	// job was suspended) ever runs.
-	base := rec.committed.LastClaimed
-	for _, f := range rec.committed.InFlight {
-		// Claims go in order: a scheduled tick in flight says every tick
-		// before it was decided, even in a record whose last claimed tick
-		// lags it (no release writes one). It runs again as reclaimed,
-		// never also as caught up.
-		if f.Trigger == "" {
-			base = later(base, f.Tick)
-		}
-	}
-	if nb := job.NotBefore(); nb.After(base) {
-		base = nb
-	}
+	base := rec.missedBase()
 	if base.IsZero() {
 		return // never claimed and no since: the job starts now
 	}
@@ -120,6 +114,24 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 		rec.busy().backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
 		s.nextCaughtUp(rec)
 	}
+}
+
+// missedBase is the tick after which rec's missed ticks start: its last
+// claimed tick or scheduled tick in flight, and no tick at or before Since
+// (the job did not exist) or Resumed (it was suspended) ever runs. Zero:
+// never claimed and no since.
+func (rec *jobRec) missedBase() time.Time {
+	base := rec.committed.LastClaimed
+	for _, f := range rec.committed.InFlight {
+		// Claims go in order: a scheduled tick in flight says every tick
+		// before it was decided, even in a record whose last claimed tick
+		// lags it (no release writes one). It runs again as reclaimed,
+		// never also as caught up.
+		if f.Trigger == "" {
+			base = later(base, f.Tick)
+		}
+	}
+	return later(base, rec.e.job.NotBefore())
 }
 
 // misfire applies the misfire policy to the ticks in (base, end]: it
@@ -249,6 +261,13 @@ func countTicks(sched cronspec.Schedule, lo, hi time.Time) int64 {
 		}
 		t = next
 	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func later(a, b time.Time) time.Time {

@@ -302,9 +302,10 @@ func (js *jobsState) edit(now time.Time) {
 		case k == 0 || m.strict:
 			j.Suspend = !j.Suspend
 			if !j.Suspend {
-				j.Resumed = now
+				j.Resumed, j.SuspendedAt = now, time.Time{}
 				what = "resumed"
 			} else {
+				j.SuspendedAt = now // as shardcron suspend's override stamps it
 				what = "suspended"
 			}
 			set.Jobs = append(set.Jobs, j)
@@ -334,7 +335,7 @@ func (js *jobsState) resumeAll(now time.Time) {
 	changed := false
 	for _, j := range js.set.Jobs {
 		if j.Suspend {
-			j.Suspend, j.Resumed = false, now
+			j.Suspend, j.Resumed, j.SuspendedAt = false, now, time.Time{}
 			changed = true
 			js.w.note("", -1, j.Name, "resumed for the quiet stretch")
 		}
