@@ -198,10 +198,11 @@ sim:
 # CHAOSDURATION a seeded nemesis kills, pauses, terminates, adds and
 # removes replicas, stalls etcd, cuts a replica off from etcd, signals
 # exec supervisors and slows the receiver, one fault on the heels of the
-# last, and triggers manual runs ahead of some faults; the ledger, the
-# exec jobs' file and the replicas' logs are then held to the contract
-# (every tick and every accepted trigger ran or a log decided it, no
-# unmarked repeat, no start past the starting deadline). `make test` runs it for
+# last, triggers manual runs ahead of some faults and suspends and
+# resumes a job across several; the ledger, the exec jobs' file and the
+# replicas' logs are then held to the contract (every tick and every
+# accepted trigger ran or a log decided it, no unmarked repeat, no start
+# past the starting deadline, no run of a tick due while suspended). `make test` runs it for
 # 30 s, CI for 5 minutes; CHAOSSEED=N replays a run's choices (not its
 # timing).
 CHAOSDURATION ?= 10m

@@ -75,6 +75,7 @@ var chaosJobs = []chaosJob{
 	{name: "chaos-items", concurrency: "allow", misfire: "run_all", deadline: time.Minute, items: 4},
 	{name: "chaos-exec-allow", concurrency: "allow", misfire: "run_all", deadline: time.Minute, exec: true, execSleep: "0.8"},
 	{name: "chaos-exec-forbid", concurrency: "forbid", misfire: "run_once", deadline: 3 * time.Second, exec: true, execSleep: "0.2"},
+	{name: chaosSuspended, concurrency: "allow", misfire: "run_all", deadline: time.Minute},
 }
 
 func writeChaosJobs(t *testing.T, url, execOut string) string {
@@ -114,10 +115,18 @@ type chaosRun struct {
 	all     []*proc
 	joined  int
 	faults  []string // what the nemesis did, for the report
+	did     nemesisDid
+	// suspended is chaosSuspended's open suspension (chaossuspend_test.go).
+	suspended *chaosSuspension
+}
+
+// nemesisDid is what the nemesis did that the checker must know of.
+type nemesisDid struct {
 	// triggers the CLI accepted, and how many more calls had no clear
 	// outcome (chaostrigger_test.go).
 	triggers        []chaosTrigger
 	triggersUnknown int
+	suspensions     []chaosSuspension // chaosSuspended's, ended
 }
 
 func TestChaos(t *testing.T) {
@@ -152,6 +161,7 @@ func TestChaos(t *testing.T) {
 	for stop := time.Now().Add(*chaosDuration); time.Now().Before(stop); {
 		c.act()
 	}
+	c.resume()
 	led.delayMS.Store(0)
 	end := time.Now().Truncate(time.Second)
 	poll.MustEvery(t, procEvery, 60*time.Second, "every shard owned after the nemesis", poll.True(func() bool {
@@ -162,7 +172,7 @@ func TestChaos(t *testing.T) {
 	// last faults' catch-up may take a while on a loaded machine.
 	var rep chaosReport
 	_, _ = poll.UntilEvery(procEvery, 60*time.Second, poll.True(func() bool {
-		rep = checkChaos(append(led.Fires(), execFires(t, execOut)...), c.logLines(), begin, end, c.triggers, c.triggersUnknown)
+		rep = checkChaos(append(led.Fires(), execFires(t, execOut)...), c.logLines(), begin, end, c.did)
 		return len(rep.missed) == 0 && len(rep.manual.missed) == 0
 	})) // the report names what is still missing
 
@@ -232,6 +242,7 @@ func (c *chaosRun) act() {
 	if c.rng.IntN(3) == 0 {
 		c.trigger() // manual ticks waiting, claimed or running when the fault lands
 	}
+	c.suspendOrResume() // owners hear of it while faults land
 	switch k := c.rng.IntN(13); {
 	case k < 2:
 		name, p := c.victim()

@@ -37,6 +37,8 @@ type chaosReport struct {
 	skippedAndRan                  []string // ticks skipped by one owner and run by another
 	maxLate                        time.Duration
 	manual                         manualReport
+	suspendedNotRun                int      // ticks of a suspended stretch that did not run
+	ranSuspended                   []string // ticks that came due while suspended, well after it, and ran
 }
 
 var (
@@ -146,7 +148,7 @@ func unitOf(job, item string) string {
 	return job + config.UnitSep + item
 }
 
-func checkChaos(fires []fire, logLines []string, begin, end time.Time, triggers []chaosTrigger, triggersUnknown int) chaosReport {
+func checkChaos(fires []fire, logLines []string, begin, end time.Time, did nemesisDid) chaosReport {
 	var r chaosReport
 	units := chaosUnits()
 	got := map[chaosUnit][]fire{}
@@ -168,7 +170,7 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time, triggers 
 	}
 	skips, ends, deposed := decisionsIn(logLines)
 	r.deposedLines = deposed
-	r.manual = checkManual(triggers, triggersUnknown, fires, logLines, skips, ends)
+	r.manual = checkManual(did.triggers, did.triggersUnknown, fires, logLines, skips, ends)
 	for _, unit := range slices.Sorted(maps.Keys(units)) {
 		for tick := begin.UTC(); !tick.After(end); tick = tick.Add(time.Second) {
 			r.expected++
@@ -177,7 +179,13 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time, triggers 
 			if sk > 1 {
 				r.skippedTwice++
 			}
+			exempt, mustNotRun := inSuspension(did.suspensions, unit, tick)
+			if mustNotRun && len(fs) > 0 {
+				r.ranSuspended = append(r.ranSuspended, fmt.Sprintf("%s@%s ran on %s (token %d, rerun=%v)", unit, tick.Format("15:04:05"), fs[0].Node, fs[0].Token, fs[0].Rerun))
+			}
 			switch {
+			case len(fs) == 0 && sk == 0 && len(ends[u]) == 0 && exempt:
+				r.suspendedNotRun++
 			case len(fs) == 0 && sk == 0 && len(ends[u]) == 0:
 				r.missed = append(r.missed, unit+"@"+tick.Format("15:04:05"))
 			case len(fs) == 0:
@@ -201,8 +209,9 @@ func checkChaos(fires []fire, logLines []string, begin, end time.Time, triggers 
 }
 
 func (r chaosReport) String() string {
-	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d decision lines of deposed owners; %v",
-		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedLines, r.manual)
+	return fmt.Sprintf("chaos: %d ticks: %d ran, %d decided without reaching the ledger (skipped, or ended first), %d missed; %d repeats unmarked, %d marked re-runs; %d reached the ledger late; latest %v after its tick; %d ticks skipped twice, %d skipped by one owner and run by another, %d decision lines of deposed owners; %d ticks not run while suspended, %d run though suspended; %v",
+		r.expected, r.ran, r.skipped, len(r.missed), len(r.unmarked), r.reruns, len(r.late), r.maxLate.Round(time.Millisecond), r.skippedTwice, len(r.skippedAndRan), r.deposedLines,
+		r.suspendedNotRun, len(r.ranSuspended), r.manual)
 }
 
 func (r chaosReport) check(t *testing.T) {
@@ -216,6 +225,10 @@ func (r chaosReport) check(t *testing.T) {
 	}
 	if len(r.late) > 0 {
 		t.Errorf("%d runs started past their starting deadline: %s", len(r.late), first(r.late))
+	}
+	if len(r.ranSuspended) > 0 {
+		t.Errorf("%d ticks came due while %s was suspended, more than %v after suspend returned, and ran: %s",
+			len(r.ranSuspended), chaosSuspended, chaosHearSlack, first(r.ranSuspended))
 	}
 	for _, p := range r.manual.problems() {
 		t.Error(p)

@@ -26,13 +26,14 @@ type chaosTrigger struct {
 	job, id string
 }
 
-// trigger asks for one to three manual runs of jobs without items.
+// trigger asks for one to three manual runs of jobs without items (and
+// not chaosSuspended).
 // A call that fails may still have written its request: it is counted as
 // unknown, and its run, if any, is still held to "never twice unmarked".
 func (c *chaosRun) trigger() {
 	var plain []string
 	for _, j := range chaosJobs {
-		if j.items == 0 {
+		if j.items == 0 && j.name != chaosSuspended {
 			plain = append(plain, j.name)
 		}
 	}
@@ -49,11 +50,11 @@ func (c *chaosRun) trigger() {
 			err = json.Unmarshal(out, &res)
 		}
 		if err != nil || res.ID == "" {
-			c.triggersUnknown++
+			c.did.triggersUnknown++
 			c.note("trigger %s: outcome unknown (%v)", job, err)
 			continue
 		}
-		c.triggers = append(c.triggers, chaosTrigger{job: job, id: res.ID})
+		c.did.triggers = append(c.did.triggers, chaosTrigger{job: job, id: res.ID})
 		c.note("trigger %s (%s)", job, res.ID)
 	}
 }
