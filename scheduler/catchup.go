@@ -385,21 +385,3 @@ func (s *Scheduler) stopRemoved(rec *jobRec) {
 	s.markDirty(rec, false)
 	s.log.Info("job removed: stopped", rec.logArgs()...)
 }
-
-// suspendHeld tells the runs of a draining shard whose job the table t
-// suspends: one not begun yet (held for contact or for its start) is
-// dropped rather than started. A drain changes nothing else of its jobs.
-func suspendHeld(sh *ownedShard, t *table) {
-	for _, e := range t.byShard[sh.g.Shard] {
-		if rec := sh.job(e.name); rec != nil && e.job.Suspend {
-			rec.suspendRuns()
-		}
-	}
-}
-
-// suspendRuns makes rec's runs that have not begun drop themselves.
-func (rec *jobRec) suspendRuns() {
-	for _, r := range rec.going().runs {
-		r.suspended.Store(true)
-	}
-}
