@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/internal/poll"
 )
 
 // A tick taken over in flight starts no later than its job's starting
@@ -175,9 +176,9 @@ func TestManualRunPastStartingDeadlineIsSkipped(t *testing.T) {
 	}{
 		{"held for contact", func(h *harness) {
 			h.contact.lose()
-			time.Sleep(2 * time.Second) // past the contact window: the run is held
+			time.Sleep(2 * time.Second) // the fault: contact lost past the window, so the run is held
 		}, func(h *harness) {
-			time.Sleep(5 * time.Second)
+			time.Sleep(5 * time.Second) // the fault goes on: 5 s after the request, past the deadline
 			h.contact.regain()
 		}},
 		{"claim landing late", func(h *harness) {
@@ -197,7 +198,9 @@ func TestManualRunPastStartingDeadlineIsSkipped(t *testing.T) {
 				tc.before(h)
 				h.s.Triggered(h.request(3, 9, j.Name, "late", 40, time.Now()))
 				tc.after(h)
-				time.Sleep(8 * time.Second)
+				poll.MustEvery(t, 100*time.Millisecond, 30*time.Second, "the trigger decided in history", poll.True(func() bool {
+					return len(triggered(h.store.record(3, j.Name).History, "late")) > 0
+				}))
 				synctest.Wait()
 				if runs := h.runner.of(j.Name); len(runs) != 0 {
 					t.Errorf("manual run started 5 s after its request, past its 3 s starting deadline: %+v", runs)
