@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -83,18 +80,11 @@ func (c *chaosRun) setSuspended(suspend bool) (time.Time, error) {
 	if suspend {
 		cmd = "suspend"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, c.bin, cmd, chaosSuspended, "--etcd-endpoints", c.etcd.Endpoint(),
-		"--cluster", chaosCluster, "--timeout", "5s", "-o", "json").Output()
-	if err != nil {
-		return time.Time{}, err
-	}
 	var res struct {
 		Suspended bool      `json:"suspended"`
 		Resumed   time.Time `json:"resumed"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
+	if err := c.cli(&res, cmd, chaosSuspended); err != nil {
 		return time.Time{}, err
 	}
 	if res.Suspended != suspend {

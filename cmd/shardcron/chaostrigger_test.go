@@ -39,16 +39,10 @@ func (c *chaosRun) trigger() {
 	}
 	for range 1 + c.rng.IntN(3) {
 		job := plain[c.rng.IntN(len(plain))]
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, c.bin, "trigger", job, "--etcd-endpoints", c.etcd.Endpoint(),
-			"--cluster", chaosCluster, "--by", "nemesis", "--timeout", "5s", "-o", "json").Output()
-		cancel()
 		var res struct {
 			ID string `json:"id"`
 		}
-		if err == nil {
-			err = json.Unmarshal(out, &res)
-		}
+		err := c.cli(&res, "trigger", job, "--by", "nemesis")
 		if err != nil || res.ID == "" {
 			c.did.triggersUnknown++
 			c.note("trigger %s: outcome unknown (%v)", job, err)
@@ -57,6 +51,20 @@ func (c *chaosRun) trigger() {
 		c.did.triggers = append(c.did.triggers, chaosTrigger{job: job, id: res.ID})
 		c.note("trigger %s (%s)", job, res.ID)
 	}
+}
+
+// cli runs a shardcron command against the cluster's etcd, as an operator
+// does (not through a replica's proxy), and decodes its -o json answer
+// into res.
+func (c *chaosRun) cli(res any, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args = append(args, "--etcd-endpoints", c.etcd.Endpoint(), "--cluster", chaosCluster, "--timeout", "5s", "-o", "json")
+	out, err := exec.CommandContext(ctx, c.bin, args...).Output()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(out, res)
 }
 
 // manualReport is the checker's account of manual runs.
@@ -76,10 +84,7 @@ var (
 // ledger, an unknown trigger's included, may run once unmarked.
 func checkManual(triggers []chaosTrigger, unknown int, fires []fire, lines []string, skips, ends map[chaosUnit][]string) manualReport {
 	r := manualReport{accepted: len(triggers), unknown: unknown}
-	deadline := map[string]time.Duration{}
-	for _, j := range chaosJobs {
-		deadline[j.name] = j.deadline
-	}
+	deadline := chaosUnits()         // a job without items is its own unit
 	tickOf := map[string]time.Time{} // by trigger id
 	for _, l := range lines {
 		if receivedLine.MatchString(l) {
