@@ -136,12 +136,16 @@ type Job struct {
 	// not a misfire. Set by the job store, not the file; zero if the job was
 	// never resumed.
 	Resumed time.Time `yaml:"-" json:"resumed,omitzero"`
-	// SuspendedAt is when `shardcron suspend` suspended the job (its
-	// override's change), zero when it is not so suspended. A new owner
+	// SuspendedAt is when the job was last changed from not suspended to
+	// suspended: by an apply of its file (stored with the job), or by
+	// `shardcron suspend` (its override's change, taken from the override
+	// when the job set is read), the earlier when both hold it. A new owner
 	// records the ticks before it that nobody ran as skipped; those after
-	// it came due while the job was suspended. Taken from the override
-	// when the job set is read, never stored with the job.
-	SuspendedAt time.Time `yaml:"-" json:"-"`
+	// it came due while the job was suspended. Zero when the job is not
+	// suspended, or was suspended by a file applied before the job store
+	// stamped it (then no new owner decides those ticks). Set by the job
+	// store, not the file.
+	SuspendedAt time.Time `yaml:"-" json:"suspended_at,omitzero"`
 	// ItemsAdded is when each item that was not in the job's first
 	// version was added, by item name: no owner runs a tick of that item
 	// at or before it (UnitSince). Set by the job store, not the file.

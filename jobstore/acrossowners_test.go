@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcron/shardcron/config"
 	"github.com/shardcron/shardcron/internal/etcdtest"
 	"github.com/shardcron/shardcron/internal/keyspace"
 )
@@ -70,5 +71,73 @@ func TestRecordRecreatedAfterRemovalCollectedByNextApply(t *testing.T) {
 	}
 	if exists(t, cli, key) {
 		t.Fatal("the record of a job removed two applies ago outlived the next apply")
+	}
+}
+
+// SuspendedAt is set when the file suspends a job, kept through later
+// applies, and cleared by a resume: a new owner that finds the job
+// suspended decides the ticks before it that nobody ran. With an override
+// suspending it too, the job has been suspended since the earlier of the
+// two.
+func TestApplyStampsSuspension(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client(t)
+	ks := keyspace.New("suspension")
+	c := &clock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	opts := ApplyOptions{Now: c.now}
+	js := jobs(0, 2, 1)
+	mustApply(t, cli, ks, js, opts)
+
+	c.t = c.t.Add(time.Hour)
+	suspendedAt := c.t
+	js[0].Suspend = true
+	mustApply(t, cli, ks, js, opts)
+	got := byName(mustLoad(t, cli, ks).Jobs)
+	if at := got[js[0].Name].SuspendedAt; !at.Equal(suspendedAt) {
+		t.Fatalf("suspended job SuspendedAt = %v, want %v", at, suspendedAt)
+	}
+	if at := got[js[1].Name].SuspendedAt; !at.IsZero() {
+		t.Fatalf("a job never suspended has SuspendedAt %v", at)
+	}
+
+	// Another change keeps it; so does an override suspending it later.
+	c.t = c.t.Add(time.Hour)
+	js[1].HTTP.URL = "http://billing.internal/other"
+	mustApply(t, cli, ks, js, opts)
+	mustSetSuspended(t, s, ks, js[0].Name, true, c.t.Add(time.Minute))
+	w := startWatch(t, cli, ks)
+	if at := byName(w.next(t).Jobs)[js[0].Name].SuspendedAt; !at.Equal(suspendedAt) {
+		t.Fatalf("SuspendedAt with a later override = %v, want the file's %v", at, suspendedAt)
+	}
+
+	// The file resumes it: the override's instant is the one left.
+	c.t = c.t.Add(time.Hour)
+	js[0].Suspend = false
+	mustApply(t, cli, ks, js, opts)
+	if at := byName(mustLoad(t, cli, ks).Jobs)[js[0].Name].SuspendedAt; !at.IsZero() {
+		t.Fatalf("resumed job SuspendedAt = %v, want zero", at)
+	}
+	if at := byName(w.next(t).Jobs)[js[0].Name].SuspendedAt; !at.Equal(suspendedAt.Add(time.Hour + time.Minute)) {
+		t.Fatalf("SuspendedAt by the override alone = %v, want %v", at, suspendedAt.Add(time.Hour+time.Minute))
+	}
+}
+
+// A job the previous release stored suspended carries no SuspendedAt:
+// when its suspension began is not known, and no apply or override makes
+// one up (a new owner would record ticks due while it was suspended).
+func TestUnstampedSuspensionStaysUnstamped(t *testing.T) {
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	stored := jobs(0, 1, 1)
+	stored[0].Since, stored[0].Suspend = at, true
+	next := []config.Job{stored[0]}
+	next[0].Since = time.Time{}
+	got, asIs := withSince(stored, next, at.Add(time.Hour), []bool{true})
+	if !got[0].SuspendedAt.IsZero() || !asIs[0] {
+		t.Fatalf("apply over an unstamped suspension: SuspendedAt %v, as is %v; want zero, true", got[0].SuspendedAt, asIs[0])
+	}
+	o := Override{Format: OverrideFormat, Suspended: true, Changed: at.Add(2 * time.Hour), JobSince: at}
+	e, ok := overridden(&got[0], map[string]Override{got[0].Name: o})
+	if !ok || !e.Suspend || !e.SuspendedAt.IsZero() {
+		t.Fatalf("override over an unstamped suspension: %v, suspend %v, SuspendedAt %v; want zero", ok, e.Suspend, e.SuspendedAt)
 	}
 }

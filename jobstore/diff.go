@@ -102,6 +102,7 @@ func sameSpec(a, b *config.Job) bool {
 	x, y := *a, *b
 	x.Since, y.Since = time.Time{}, time.Time{}
 	x.Resumed, y.Resumed = time.Time{}, time.Time{}
+	x.SuspendedAt, y.SuspendedAt = time.Time{}, time.Time{}
 	x.ItemsAdded, y.ItemsAdded = nil, nil
 	if reflect.DeepEqual(x, y) {
 		return true
@@ -109,14 +110,14 @@ func sameSpec(a, b *config.Job) bool {
 	return bytes.Equal(specOf(a), specOf(b))
 }
 
-// specOf is a job's definition without Since and Resumed, in the encoding it is stored
+// specOf is a job's definition without the job store's stamps, in the encoding it is stored
 // in, so that nil and empty maps (both omitted) compare equal as they would
 // after a round trip through etcd. Job has only JSON-encodable fields, so
 // Marshal cannot fail; a failure would make every such job "changed",
 // which is the safe direction.
 func specOf(j *config.Job) []byte {
 	c := *j
-	c.Since, c.Resumed, c.ItemsAdded = time.Time{}, time.Time{}, nil
+	c.Since, c.Resumed, c.SuspendedAt, c.ItemsAdded = time.Time{}, time.Time{}, time.Time{}, nil
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return []byte(err.Error())

@@ -130,8 +130,9 @@ func withOverrides(ctx context.Context, cli *clientv3.Client, ks keyspace.Space,
 }
 
 // Effective returns set with ovs applied: a job is suspended when the set
-// says so or its override does, and its Resumed is the later of the two
-// layers' (so no tick that came due while either held it ever runs). Jobs
+// says so or its override does, its Resumed is the later of the two
+// layers' (so no tick that came due while either held it ever runs) and
+// its SuspendedAt the earlier of their suspensions. Jobs
 // is copied only when an override changes a job; set itself is not
 // modified. FileSuspend records the applied Suspend of every job an
 // override suspends.
@@ -169,7 +170,12 @@ func overridden(j *config.Job, ovs map[string]Override) (config.Job, bool) {
 	}
 	e := *j
 	if o.Suspended {
-		e.Suspend, e.SuspendedAt = true, o.Changed
+		// Suspended since the earlier of the two layers' suspensions; a
+		// file's suspension of unknown start (stored unstamped) stays so.
+		if !e.Suspend || (!e.SuspendedAt.IsZero() && o.Changed.Before(e.SuspendedAt)) {
+			e.SuspendedAt = o.Changed
+		}
+		e.Suspend = true
 	}
 	if o.Resumed.After(e.Resumed) {
 		e.Resumed = o.Resumed

@@ -8,11 +8,13 @@ import (
 )
 
 // withSince copies next, giving each job the Since of the job of the same
-// name in current, or now for a job that is new, and its Resumed: now when
-// the job goes from suspended to not suspended, current's otherwise. Given
-// same (diffJobs: current holds next[i] with the same definition), it also
-// reports which jobs it stamped exactly as current stores them: the same
-// definition, Since, Resumed and ItemsAdded.
+// name in current, or now for a job that is new; its Resumed: now when the
+// job goes from suspended to not suspended, current's otherwise; and, while
+// it is suspended, its SuspendedAt: now when it goes from not suspended to
+// suspended (or is new), current's otherwise. Given same (diffJobs:
+// current holds next[i] with the same definition), it also reports which
+// jobs it stamped exactly as current stores them: the same definition and
+// stamps.
 func withSince(current, next []config.Job, now time.Time, same []bool) ([]config.Job, []bool) {
 	prev := make(map[string]*config.Job, len(current))
 	for i := range current {
@@ -23,10 +25,18 @@ func withSince(current, next []config.Job, now time.Time, same []bool) ([]config
 	asIs := make([]bool, len(next))
 	for i := range next {
 		out[i] = next[i]
-		out[i].Since, out[i].Resumed = now, time.Time{}
+		out[i].Since, out[i].Resumed, out[i].SuspendedAt = now, time.Time{}, time.Time{}
+		if next[i].Suspend {
+			out[i].SuspendedAt = now
+		}
 		p, ok := prev[next[i].Name]
 		if !ok {
 			continue
+		}
+		if p.Suspend && next[i].Suspend {
+			// A suspension stored before the job store stamped one stays
+			// unstamped: when it began is not known.
+			out[i].SuspendedAt = p.SuspendedAt
 		}
 		if !p.Since.IsZero() {
 			out[i].Since = p.Since
@@ -37,6 +47,7 @@ func withSince(current, next []config.Job, now time.Time, same []bool) ([]config
 		}
 		out[i].ItemsAdded = next[i].ItemsAddedAfter(p, now)
 		asIs[i] = same != nil && same[i] && !p.Since.IsZero() && out[i].Resumed.Equal(p.Resumed) &&
+			out[i].SuspendedAt.Equal(p.SuspendedAt) &&
 			maps.EqualFunc(out[i].ItemsAdded, p.ItemsAdded, time.Time.Equal)
 	}
 	return out, asIs

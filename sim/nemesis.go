@@ -305,7 +305,7 @@ func (js *jobsState) edit(now time.Time) {
 				j.Resumed, j.SuspendedAt = now, time.Time{}
 				what = "resumed"
 			} else {
-				j.SuspendedAt = now // as shardcron suspend's override stamps it
+				j.SuspendedAt = now // as the job store stamps it, for a file's apply or an override
 				what = "suspended"
 			}
 			set.Jobs = append(set.Jobs, j)
