@@ -57,11 +57,21 @@ func (r *Replica) jobDetail(mgr *shard.Manager) dashboard.JobFunc {
 			p := rows[0].page(q.Offset, q.Limit)
 			d.ItemList = &p
 		}
-		// As applied, like export: an override's suspend is in Suspended.
-		if fs, held := set.FileSuspend[name]; held {
-			d.Definition.Suspend = fs
-		}
+		d.asApplied(set.FileSuspend)
 		return d, true, nil
+	}
+}
+
+// asApplied makes the definition's suspend the file's, as export shows it,
+// for a job an override suspends (fileSuspend, config.JobSet's): the
+// override's suspend is in Suspended. Its SuspendedAt, the earlier of the
+// two layers', goes with a suspend the file does not make.
+func (d *JobDetail) asApplied(fileSuspend map[string]bool) {
+	if fs, held := fileSuspend[d.Definition.Name]; held {
+		d.Definition.Suspend = fs
+		if !fs {
+			d.Definition.SuspendedAt = time.Time{}
+		}
 	}
 }
 

@@ -52,6 +52,18 @@ func TestJobDetail(t *testing.T) {
 			if d.Kind != "exec" || len(d.NextFires) != 0 || !d.Definition.Suspend {
 				t.Errorf("cmd: kind %s, next fires %v, suspend %v; want exec, none, true", d.Kind, d.NextFires, d.Definition.Suspend)
 			}
+			// An override holds it too: the file's suspend stays, with its
+			// instant; without the file's, the override's goes.
+			d.Definition.SuspendedAt = since
+			held := d
+			held.asApplied(map[string]bool{"cmd": true})
+			if !held.Definition.Suspend || !held.Definition.SuspendedAt.Equal(since) {
+				t.Errorf("cmd held by the file and an override: suspend %v at %v, want true at %v", held.Definition.Suspend, held.Definition.SuspendedAt, since)
+			}
+			d.asApplied(map[string]bool{"cmd": false})
+			if d.Definition.Suspend || !d.Definition.SuspendedAt.IsZero() {
+				t.Errorf("cmd held by an override alone: suspend %v at %v, want false, none", d.Definition.Suspend, d.Definition.SuspendedAt)
+			}
 		}
 	}
 }
