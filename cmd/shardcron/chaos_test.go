@@ -78,7 +78,7 @@ var chaosJobs = []chaosJob{
 	{name: chaosSuspended, concurrency: "allow", misfire: "run_all", deadline: time.Minute},
 }
 
-func writeChaosJobs(t *testing.T, url, execOut string) string {
+func writeChaosJobs(t *testing.T, url, execOut, suspended string) string {
 	var b strings.Builder
 	b.WriteString("jobs:\n")
 	for _, j := range chaosJobs {
@@ -90,6 +90,9 @@ func writeChaosJobs(t *testing.T, url, execOut string) string {
 			j.name, target, j.concurrency, j.misfire, j.deadline)
 		if j.items > 0 {
 			fmt.Fprintf(&b, "    items: %d\n", j.items)
+		}
+		if j.name == suspended {
+			b.WriteString("    suspend: true\n")
 		}
 	}
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
@@ -107,7 +110,9 @@ type chaosRun struct {
 	bin      string
 	etcd     *etcdtest.Process
 	jobsFile string
-	ledger   *slowLedger
+	// suspendFile is jobsFile with chaosSuspended suspended.
+	suspendFile string
+	ledger      *slowLedger
 	// proxies: each replica reaches etcd through its own, kept across
 	// its restarts, so that it alone can be cut off.
 	proxies map[string]*etcdtest.Proxy
@@ -148,7 +153,7 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(srv.Close)
 	execOut := filepath.Join(t.TempDir(), "exec-runs")
 	c := &chaosRun{t: t, rng: rand.New(rand.NewPCG(seed, seed^0xc4a05)), bin: plainBinary(t), etcd: etcd,
-		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut), ledger: led,
+		jobsFile: writeChaosJobs(t, srv.URL+"/fire", execOut, ""), suspendFile: writeChaosJobs(t, srv.URL+"/fire", execOut, chaosSuspended), ledger: led,
 		proxies: map[string]*etcdtest.Proxy{}, live: map[string]*proc{}}
 	owners := newOwnershipProbe(t, etcd.Endpoint(), chaosCluster)
 	for _, n := range []string{"c1", "c2", "c3"} {
