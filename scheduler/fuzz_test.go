@@ -54,20 +54,26 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzPorts: no value read from etcd or sent by a client crashes an owner.
 // One shard is handed over with a fuzzed record, a fuzzed release marker
 // (handed ticks included), journal lines naming some of its flights, and a burst of fuzzed trigger requests, under a
-// job set the fuzzer shapes (schedule, policies); the scheduler then runs
+// job set the fuzzer shapes (schedule, policies, a suspension and its
+// instant, stored with the job since b28ef4a); the scheduler then runs
 // for a minute of the fake clock and must stop cleanly.
 func FuzzPorts(f *testing.F) {
 	f.Add([]byte(`{"format":1,"token":7,"last_claimed":"2026-06-01T11:59:50Z","in_flight":[{"tick":"2026-06-01T11:59:58Z","token":7}]}`),
-		int64(-3), uint8(5), "* * * * * *", uint8(0), uint8(2), "t1", int64(-2))
+		int64(-3), uint8(5), "* * * * * *", uint8(0), uint8(2), "t1", int64(-2), int64(0))
 	f.Add([]byte(`{"format":2,"token":99,"in_flight":[{"tick":"2026-06-01T12:00:00.25Z","token":99,"trigger":"x","rerun":true}]}`),
-		int64(0), uint8(40), "@every 3s", uint8(1), uint8(1), "x", int64(1<<40))
+		int64(0), uint8(40), "@every 3s", uint8(1), uint8(1), "x", int64(1<<40), int64(0))
 	f.Add([]byte(`{"format":1,"token":-5,"skipped":-1,"last_claimed":"0001-01-01T00:00:00Z"}`),
-		int64(1<<62), uint8(255), "H H * * * *", uint8(2), uint8(0), "", int64(0))
+		int64(1<<62), uint8(255), "H H * * * *", uint8(2), uint8(0), "", int64(0), int64(0))
+	// A job suspended during a gap: before the gap, after now, long ago.
+	for _, at := range []time.Duration{-3 * time.Second, time.Hour, -1 << 62} {
+		f.Add([]byte(`{"format":1,"token":7,"last_claimed":"2026-06-01T11:59:50Z"}`),
+			int64(-3), uint8(1), "* * * * * *", uint8(0), uint8(2), "s", int64(0), int64(at))
+	}
 	// Notification state an older owner left (notifystate.go), a kind no
 	// release writes among it.
 	f.Add([]byte(`{"format":1,"token":5,"notify":{"failures":3,"failing":true,"pending":[{"tick":"2026-06-01T11:59:58Z","kind":"failure","token":5,"status":"failed"},{"tick":"2026-06-01T11:59:59Z","kind":"bogus","token":7,"failures":-1}]}}`),
-		int64(2), uint8(1), "* * * * * *", uint8(1), uint8(2), "n", int64(0))
-	f.Fuzz(func(t *testing.T, record []byte, releasedAt int64, triggers uint8, spec string, conc, misfire uint8, id string, reqAt int64) {
+		int64(2), uint8(1), "* * * * * *", uint8(1), uint8(2), "n", int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, record []byte, releasedAt int64, triggers uint8, spec string, conc, misfire uint8, id string, reqAt, suspendedAt int64) {
 		sched := config.Job{Name: "fuzzed", Schedule: spec}
 		if _, err := cronspec.Parse(spec, "UTC"); err != nil {
 			sched.Schedule = "* * * * * *"
@@ -78,6 +84,9 @@ func FuzzPorts(f *testing.F) {
 			sleepUntil(t0)
 			j := jobIn(2, sched.Name, sched.Schedule)
 			j.Concurrency, j.Misfire = sched.Concurrency, sched.Misfire
+			if suspendedAt != 0 {
+				j.Suspend, j.SuspendedAt = true, t0.Add(time.Duration(suspendedAt))
+			}
 			h := newHarness(t, nil, j)
 			defer h.stop()
 			h.runner.behave = work(1500 * time.Millisecond)
