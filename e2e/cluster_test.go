@@ -254,7 +254,15 @@ func (c *cluster) shardsOf(node string) []int {
 
 // applyJobs writes the suite's jobs file and applies it from a one-shot
 // container of the current image on etcd's network, with apply's flags.
-func (c *cluster) applyJobs(flags ...string) {
+func (c *cluster) applyJobs(flags ...string) { c.applyJobsWith(false, flags...) }
+
+// suspendedJob is a job of the rolling upgrade's jobs file that its file
+// suspends: it never fires.
+const suspendedJob = "e2e-suspended"
+
+// applyJobsWith is applyJobs, with suspendedJob among the jobs if
+// withSuspended.
+func (c *cluster) applyJobsWith(withSuspended bool, flags ...string) {
 	c.t.Helper()
 	var b strings.Builder
 	b.WriteString("jobs:\n")
@@ -263,6 +271,9 @@ func (c *cluster) applyJobs(flags ...string) {
 		if i%2 == 1 { // half keep the default policy (forbid)
 			b.WriteString("    concurrency: allow\n")
 		}
+	}
+	if withSuspended {
+		fmt.Fprintf(&b, "  - name: %s\n    schedule: \"* * * * * *\"\n    http: {url: \"http://%s-ledger:8080/fire\"}\n    suspend: true\n", suspendedJob, c.prefix)
 	}
 	path := filepath.Join(c.t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {

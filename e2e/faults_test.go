@@ -128,10 +128,14 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 // runs finish (the rolling restart, its SIGTERMs sent at a tick, holds it to
 // that). Only that repeat is licensed here: a marked re-run of a tick first
 // fired by a replica of the earlier image while it was being stopped.
+//
+// The job set also holds a job its file suspends, applied by the current
+// image, which stores the suspension's instant with it (suspended_at): the
+// earlier release's replicas must read that set and never run the job.
 func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 	old := image(t, "SHARDCRON_E2E_OLD_IMAGE")
 	c.waitStable("before the rolling upgrade")
-	c.applyJobs("--job-set-format", "1")
+	c.applyJobsWith(true, "--job-set-format", "1")
 	from := nextTick(0)
 	var versions []string
 	type stopping struct {
@@ -163,7 +167,7 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 		}
 		versions = append(versions, fmt.Sprintf("%s %v", img, vs))
 	}
-	c.applyJobs("--job-set-format", "3") // every member reads format 3 now: the replicas run on it
+	c.applyJobsWith(true, "--job-set-format", "3") // every member reads format 3 now: the replicas run on it
 	r := c.verify(from, settledTo(), func(first, repeat fire) bool {
 		for _, s := range oldStops {
 			if repeat.Rerun && first.Node == s.node && !first.At.Before(s.from) && !first.At.After(s.to) {
@@ -172,5 +176,18 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 		}
 		return false
 	})
-	f.add(t, "%v; %s; of them re-runs after the earlier release's drain: %d", versions, r, r.licensed)
+	fs, err := c.fires()
+	if err != nil {
+		t.Fatal(err)
+	}
+	suspendedFired := 0
+	for _, fr := range fs {
+		if fr.Job == suspendedJob {
+			suspendedFired++
+		}
+	}
+	if suspendedFired > 0 {
+		t.Errorf("%s, suspended by its file, fired %d times", suspendedJob, suspendedFired)
+	}
+	f.add(t, "%v; %s; of them re-runs after the earlier release's drain: %d; fires of the suspended job: %d", versions, r, r.licensed, suspendedFired)
 }
