@@ -137,14 +137,15 @@ type Job struct {
 	// never resumed.
 	Resumed time.Time `yaml:"-" json:"resumed,omitzero"`
 	// SuspendedAt is when the job was last changed from not suspended to
-	// suspended: by an apply of its file (stored with the job), or by
-	// `shardcron suspend` (its override's change, taken from the override
-	// when the job set is read), the earlier when both hold it. A new owner
-	// records the ticks before it that nobody ran as skipped; those after
-	// it came due while the job was suspended. Zero when the job is not
-	// suspended, or was suspended by a file applied before the job store
-	// stamped it (then no new owner decides those ticks). Set by the job
-	// store, not the file.
+	// suspended, kept after the resume: by an apply of its file (stored
+	// with the job), or by `shardcron suspend` (the override's own, taken
+	// from it when the job set is read); while both hold the job the
+	// earlier, once both have lifted it the latest stretch's. A new owner
+	// that finds the job suspended, or resumed after it (the gap held the
+	// whole suspension), records the ticks before it that nobody ran as
+	// skipped. Zero when the job was never suspended, or only by a file
+	// or an override written before the job store stamped one (then no
+	// new owner decides those ticks). Set by the job store, not the file.
 	SuspendedAt time.Time `yaml:"-" json:"suspended_at,omitzero"`
 	// ItemsAdded is when each item that was not in the job's first
 	// version was added, by item name: no owner runs a tick of that item

@@ -74,11 +74,12 @@ func TestRecordRecreatedAfterRemovalCollectedByNextApply(t *testing.T) {
 	}
 }
 
-// SuspendedAt is set when the file suspends a job, kept through later
-// applies, and cleared by a resume: a new owner that finds the job
-// suspended decides the ticks before it that nobody ran. With an override
-// suspending it too, the job has been suspended since the earlier of the
-// two.
+// SuspendedAt is set when the file suspends a job and kept through later
+// applies and the resume: a new owner that finds the job suspended, or
+// resumed after a gap that held the whole suspension, decides the ticks
+// before it that nobody ran. With an override suspending it too, the job
+// has been suspended since the earlier of the two; once the override is
+// lifted too, the latest stretch is the override's.
 func TestApplyStampsSuspension(t *testing.T) {
 	s := etcdtest.Start(t)
 	cli := s.Client(t)
@@ -110,15 +111,23 @@ func TestApplyStampsSuspension(t *testing.T) {
 		t.Fatalf("SuspendedAt with a later override = %v, want the file's %v", at, suspendedAt)
 	}
 
-	// The file resumes it: the override's instant is the one left.
+	// The file resumes it: the file keeps its instant, and the override's
+	// is the one the job runs by.
 	c.t = c.t.Add(time.Hour)
 	js[0].Suspend = false
 	mustApply(t, cli, ks, js, opts)
-	if at := byName(mustLoad(t, cli, ks).Jobs)[js[0].Name].SuspendedAt; !at.IsZero() {
-		t.Fatalf("resumed job SuspendedAt = %v, want zero", at)
+	if at := byName(mustLoad(t, cli, ks).Jobs)[js[0].Name].SuspendedAt; !at.Equal(suspendedAt) {
+		t.Fatalf("resumed job SuspendedAt = %v, want %v, kept", at, suspendedAt)
 	}
-	if at := byName(w.next(t).Jobs)[js[0].Name].SuspendedAt; !at.Equal(suspendedAt.Add(time.Hour + time.Minute)) {
-		t.Fatalf("SuspendedAt by the override alone = %v, want %v", at, suspendedAt.Add(time.Hour+time.Minute))
+	overrideAt := suspendedAt.Add(time.Hour + time.Minute)
+	if at := byName(w.next(t).Jobs)[js[0].Name].SuspendedAt; !at.Equal(overrideAt) {
+		t.Fatalf("SuspendedAt by the override alone = %v, want %v", at, overrideAt)
+	}
+
+	// The override is lifted too: its instant stays, with its resume.
+	mustSetSuspended(t, s, ks, js[0].Name, false, c.t.Add(time.Minute))
+	if j := byName(w.next(t).Jobs)[js[0].Name]; j.Suspend || !j.SuspendedAt.Equal(overrideAt) || !j.Resumed.Equal(c.t.Add(time.Minute)) {
+		t.Fatalf("resumed by both: suspend %v, SuspendedAt %v, Resumed %v; want false, %v, %v", j.Suspend, j.SuspendedAt, j.Resumed, overrideAt, c.t.Add(time.Minute))
 	}
 }
 

@@ -81,9 +81,11 @@
 // its applied definition says suspend: true or its override says suspended;
 // its Resumed is the later of the two layers', so, as for an applied
 // resume, no owner runs a tick that came due while either layer held it,
-// and its SuspendedAt the earlier of the two layers' suspensions (the
-// file's stamped by the apply that suspended the job, the override's its
-// change), up to which a new owner decides the ticks nobody ran.
+// and its SuspendedAt the earlier of the two layers' suspensions while
+// both hold it, the latest stretch's once both have lifted it (the file's
+// stamped by the apply that suspended the job, the override's by suspend;
+// each kept after its resume), up to which a new owner decides the ticks
+// nobody ran.
 // An apply leaves overrides alone whatever the file says (the file cannot
 // lift `shardcron suspend`; its diff lists the jobs kept suspended), resume
 // cannot lift the file's suspend: true (ErrSuspendedByFile), and an apply

@@ -45,6 +45,12 @@ type Override struct {
 	// Resumed is when the override last went from suspended to not: no
 	// owner runs a tick at or before it. Zero if never.
 	Resumed time.Time `json:"resumed,omitzero"`
+	// SuspendedAt is when the override last went from not suspended to
+	// suspended, kept after the resume: an owner that takes the shard over
+	// after a gap that held the whole suspension decides the ticks before
+	// it. Zero if an earlier release wrote the override (then Changed is
+	// the instant while it is suspended, and none is known after).
+	SuspendedAt time.Time `json:"suspended_at,omitzero"`
 	// JobSince is the Since of the job it was written for. An override
 	// applies only to that job: a job removed and added again (a new
 	// Since) starts without it, even where a collection missed its key.
@@ -172,13 +178,21 @@ func overridden(j *config.Job, ovs map[string]Override) (config.Job, bool) {
 	if o.Suspended {
 		// Suspended since the earlier of the two layers' suspensions; a
 		// file's suspension of unknown start (stored unstamped) stays so.
-		if !e.Suspend || (!e.SuspendedAt.IsZero() && o.Changed.Before(e.SuspendedAt)) {
-			e.SuspendedAt = o.Changed
+		at := o.SuspendedAt
+		if at.IsZero() { // written by an earlier release
+			at = o.Changed
+		}
+		if !e.Suspend || (!e.SuspendedAt.IsZero() && at.Before(e.SuspendedAt)) {
+			e.SuspendedAt = at
 		}
 		e.Suspend = true
 	}
 	if o.Resumed.After(e.Resumed) {
 		e.Resumed = o.Resumed
+		if !e.Suspend {
+			// The latest stretch is the override's: its start, if known.
+			e.SuspendedAt = o.SuspendedAt
+		}
 	}
 	return e, true
 }
@@ -267,8 +281,10 @@ func setSuspendedOnce(ctx context.Context, cli *clientv3.Client, ks keyspace.Spa
 		return state(cur, p.readRev), true, nil
 	}
 	now := opts.Now().UTC().Round(0)
-	next := Override{Format: OverrideFormat, Suspended: suspend, Changed: now, Resumed: cur.Resumed, JobSince: job.Since, By: opts.By}
-	if !suspend {
+	next := Override{Format: OverrideFormat, Suspended: suspend, Changed: now, Resumed: cur.Resumed, SuspendedAt: cur.SuspendedAt, JobSince: job.Since, By: opts.By}
+	if suspend {
+		next.SuspendedAt = now
+	} else {
 		next.Resumed = now
 	}
 	v, err := json.Marshal(next)

@@ -9,9 +9,9 @@ import (
 
 // withSince copies next, giving each job the Since of the job of the same
 // name in current, or now for a job that is new; its Resumed: now when the
-// job goes from suspended to not suspended, current's otherwise; and, while
-// it is suspended, its SuspendedAt: now when it goes from not suspended to
-// suspended (or is new), current's otherwise. Given same (diffJobs:
+// job goes from suspended to not suspended, current's otherwise; and its
+// SuspendedAt: now when it goes from not suspended to suspended (or is new
+// and suspended), current's otherwise. Given same (diffJobs:
 // current holds next[i] with the same definition), it also reports which
 // jobs it stamped exactly as current stores them: the same definition and
 // stamps.
@@ -33,9 +33,10 @@ func withSince(current, next []config.Job, now time.Time, same []bool) ([]config
 		if !ok {
 			continue
 		}
-		if p.Suspend && next[i].Suspend {
-			// A suspension stored before the job store stamped one stays
-			// unstamped: when it began is not known.
+		if !next[i].Suspend || p.Suspend {
+			// Kept after the resume, for an owner that finds the whole
+			// suspension in a gap; a suspension stored before the job
+			// store stamped one stays unstamped: when it began is not known.
 			out[i].SuspendedAt = p.SuspendedAt
 		}
 		if !p.Since.IsZero() {

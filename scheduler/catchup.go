@@ -47,16 +47,9 @@ func (s *Scheduler) catchUp(rec *jobRec, now time.Time, rel *Released) {
 		return
 	}
 	s.reclaimInFlight(rec, now, rel)
+	s.skipBeforeSuspension(rec, now)
 	if rec.e.job.Suspend {
-		// Fire nothing now. The ticks nobody ran before the suspension
-		// (a gap with no owner) are skipped, or none would ever decide
-		// them: after the resume, catch-up starts at the resume.
-		if at := rec.e.job.SuspendedAt; !at.IsZero() {
-			if base := rec.missedBase(); !base.IsZero() {
-				s.skipRange(rec, base, earlier(at, now), "job suspended")
-			}
-		}
-		return
+		return // fire nothing now
 	}
 	s.catchUpMissed(rec, now, rel)
 }
@@ -121,6 +114,12 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 // (the job did not exist) or Resumed (it was suspended) ever runs. Zero:
 // never claimed and no since.
 func (rec *jobRec) missedBase() time.Time {
+	return later(rec.claimedBase(), rec.e.job.NotBefore())
+}
+
+// claimedBase is rec's last claimed tick, or its latest scheduled tick in
+// flight if later.
+func (rec *jobRec) claimedBase() time.Time {
 	base := rec.committed.LastClaimed
 	for _, f := range rec.committed.InFlight {
 		// Claims go in order: a scheduled tick in flight says every tick
@@ -131,7 +130,7 @@ func (rec *jobRec) missedBase() time.Time {
 			base = later(base, f.Tick)
 		}
 	}
-	return later(base, rec.e.job.NotBefore())
+	return base
 }
 
 // misfire applies the misfire policy to the ticks in (base, end]: it
@@ -177,12 +176,17 @@ func (s *Scheduler) misfire(rec *jobRec, base, end, now time.Time) time.Time {
 
 // skipRange records the ticks in (lo, hi] as skipped, in one entry.
 func (s *Scheduler) skipRange(rec *jobRec, lo, hi time.Time, detail string) {
-	last := lastIn(s.memoFor(rec.e), lo, hi)
+	s.skipRangeIn(rec, s.memoFor(rec.e), rec.e.sched, lo, hi, detail)
+}
+
+// skipRangeIn is skipRange over sched (memo: sched, or its memo).
+func (s *Scheduler) skipRangeIn(rec *jobRec, memo, sched cronspec.Schedule, lo, hi time.Time, detail string) {
+	last := lastIn(memo, lo, hi)
 	if last.IsZero() {
 		return
 	}
-	first := rec.e.sched.Next(lo)
-	n := countTicks(rec.e.sched, lo, last)
+	first := sched.Next(lo)
+	n := countTicks(sched, lo, last)
 	e := Entry{Tick: last, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail, Count: n}
 	if n > 1 {
 		e.First = first

@@ -55,7 +55,8 @@ func FuzzDecodeRecord(f *testing.F) {
 // One shard is handed over with a fuzzed record, a fuzzed release marker
 // (handed ticks included), journal lines naming some of its flights, and a burst of fuzzed trigger requests, under a
 // job set the fuzzer shapes (schedule, policies, a suspension and its
-// instant, stored with the job since b28ef4a); the scheduler then runs
+// instant, stored with the job since b28ef4a, or a resume after it); the
+// scheduler then runs
 // for a minute of the fake clock and must stop cleanly.
 func FuzzPorts(f *testing.F) {
 	f.Add([]byte(`{"format":1,"token":7,"last_claimed":"2026-06-01T11:59:50Z","in_flight":[{"tick":"2026-06-01T11:59:58Z","token":7}]}`),
@@ -64,8 +65,9 @@ func FuzzPorts(f *testing.F) {
 		int64(0), uint8(40), "@every 3s", uint8(1), uint8(1), "x", int64(1<<40), int64(0))
 	f.Add([]byte(`{"format":1,"token":-5,"skipped":-1,"last_claimed":"0001-01-01T00:00:00Z"}`),
 		int64(1<<62), uint8(255), "H H * * * *", uint8(2), uint8(0), "", int64(0), int64(0))
-	// A job suspended during a gap: before the gap, after now, long ago.
-	for _, at := range []time.Duration{-3 * time.Second, time.Hour, -1 << 62} {
+	// A job suspended during a gap: before the gap, after now, long ago;
+	// an odd instant resumes it a second later.
+	for _, at := range []time.Duration{-3 * time.Second, time.Hour, -1 << 62, -3*time.Second + 1} {
 		f.Add([]byte(`{"format":1,"token":7,"last_claimed":"2026-06-01T11:59:50Z"}`),
 			int64(-3), uint8(1), "* * * * * *", uint8(0), uint8(2), "s", int64(0), int64(at))
 	}
@@ -85,7 +87,12 @@ func FuzzPorts(f *testing.F) {
 			j := jobIn(2, sched.Name, sched.Schedule)
 			j.Concurrency, j.Misfire = sched.Concurrency, sched.Misfire
 			if suspendedAt != 0 {
-				j.Suspend, j.SuspendedAt = true, t0.Add(time.Duration(suspendedAt))
+				j.SuspendedAt = t0.Add(time.Duration(suspendedAt))
+				if suspendedAt%2 == 0 {
+					j.Suspend = true
+				} else {
+					j.Resumed = j.SuspendedAt.Add(time.Second)
+				}
 			}
 			h := newHarness(t, nil, j)
 			defer h.stop()

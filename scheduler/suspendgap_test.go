@@ -75,3 +75,63 @@ func covers(e Entry, tick time.Time) bool {
 	}
 	return !tick.Before(first) && !tick.After(e.Tick)
 }
+
+// The same job suspended and resumed again while its shard still has no
+// owner: the next owner finds it running, and catch-up starts at the
+// resume, so the ticks due before the suspension were left undecided for
+// good (the simulator, seed 661). They are recorded as skipped, as when
+// the owner finds the job still suspended; the suspended stretch's ticks
+// are not, and the ticks after the resume run.
+func TestSuspendedAndResumedWhileOwnerlessDecidesTheGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(5, "gap", "* * * * * *")
+		j.Since = t0
+		hs := owners(t, 2, nil, j)
+		h1, h2 := hs[0], hs[1]
+		g1, lose := h1.grant(5, 9, nil)
+		h1.s.Acquired(g1)
+		sleepUntil(t0.Add(10*time.Second + 500*time.Millisecond))
+		lose(ErrDeadline) // the owner is gone: the ticks from 11 run nowhere
+		sleepUntil(t0.Add(13*time.Second + 500*time.Millisecond))
+		suspendedAt := time.Now()
+		resumed := j
+		resumed.Resumed, resumed.SuspendedAt = suspendedAt.Add(2*time.Second), suspendedAt
+		suspended := resumed
+		suspended.Suspend, suspended.Resumed = true, time.Time{}
+		for _, h := range hs {
+			h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{suspended}})
+		}
+		sleepUntil(resumed.Resumed)
+		for _, h := range hs {
+			h.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{resumed}})
+		}
+		sleepUntil(t0.Add(16 * time.Second))
+		synctest.Wait()
+		g2, _ := h2.grant(5, 12, nil)
+		h2.s.Acquired(g2)
+		sleepUntil(t0.Add(18*time.Second + 500*time.Millisecond))
+		synctest.Wait()
+		h2.s.Drain(context.Background(), 5)
+		hist := h2.store.record(5, j.Name).History
+		ran := map[time.Time]bool{}
+		for _, r := range slices.Concat(h1.runner.of(j.Name), h2.runner.of(j.Name)) {
+			ran[r.Tick] = true
+		}
+		for tick := t0.Add(11 * time.Second); !tick.After(t0.Add(13 * time.Second)); tick = tick.Add(time.Second) {
+			if !ran[tick] && !slices.ContainsFunc(hist, func(e Entry) bool { return e.Status == StatusSkipped && e.Detail == "job suspended" && covers(e, tick) }) {
+				t.Errorf("tick %v, due before the suspension at 13.5 s, neither ran nor was recorded as skipped: history %+v", tick, hist)
+			}
+		}
+		for tick := t0.Add(14 * time.Second); !tick.After(t0.Add(15 * time.Second)); tick = tick.Add(time.Second) {
+			if ran[tick] || slices.ContainsFunc(hist, func(e Entry) bool { return covers(e, tick) }) {
+				t.Errorf("tick %v came due while the job was suspended, yet it ran or history has it: %+v", tick, hist)
+			}
+		}
+		for tick := t0.Add(16 * time.Second); !tick.After(t0.Add(18 * time.Second)); tick = tick.Add(time.Second) {
+			if !ran[tick] {
+				t.Errorf("tick %v, after the resume, did not run", tick)
+			}
+		}
+	})
+}

@@ -302,7 +302,7 @@ func (js *jobsState) edit(now time.Time) {
 		case k == 0 || m.strict:
 			j.Suspend = !j.Suspend
 			if !j.Suspend {
-				j.Resumed, j.SuspendedAt = now, time.Time{}
+				j.Resumed = now // SuspendedAt kept, as the job store keeps it
 				what = "resumed"
 			} else {
 				j.SuspendedAt = now // as the job store stamps it, for a file's apply or an override
@@ -335,7 +335,7 @@ func (js *jobsState) resumeAll(now time.Time) {
 	changed := false
 	for _, j := range js.set.Jobs {
 		if j.Suspend {
-			j.Suspend, j.Resumed, j.SuspendedAt = false, now, time.Time{}
+			j.Suspend, j.Resumed = false, now
 			changed = true
 			js.w.note("", -1, j.Name, "resumed for the quiet stretch")
 		}
