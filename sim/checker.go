@@ -99,6 +99,10 @@ type History struct {
 	Replaced map[string]map[time.Time]bool
 	// SkippedTriggers: trigger ids recorded as skipped after their claim.
 	SkippedTriggers map[string]bool
+	// SkippedTo holds, by job, the stretches (after, through] of fires its
+	// record's last claimed tick moved across in a write that counted a
+	// skip: a fire in one that did not run was recorded as skipped.
+	SkippedTo map[string][][2]time.Time
 	// Faults is everything the nemesis did, by node (noQuietRepeat).
 	Faults []Fault
 	// Skew is the largest step of any owner's wall clock in the seed: an
@@ -120,7 +124,7 @@ func fireOf(run scheduler.Run) (unit string, fire time.Time) {
 func (w *world) history() *History {
 	h := &History{Seed: w.seed, Cfg: w.cfg, Start: w.start, Events: w.events, Sets: w.jobs.sets,
 		Triggers: w.triggers, Consumed: w.m.consumed, Pending: map[string]bool{}, Final: map[string]scheduler.Record{},
-		Skew: w.maxSkew, Refused: w.refused, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers, Faults: w.faults}
+		Skew: w.maxSkew, Refused: w.refused, Replaced: w.m.replaced, SkippedTriggers: w.m.skippedTriggers, SkippedTo: w.m.skippedTo, Faults: w.faults}
 	for k := range w.m.trigs {
 		h.Pending[k.id] = true
 	}
@@ -249,6 +253,12 @@ func (h *History) suspensionsOf(unit string, jobs map[string][]stretch) [][2]tim
 	return suspensions(jobs[job])
 }
 
+// recordedSkipped says whether job's fire t is in a stretch its record
+// moved past while counting a skip.
+func (h *History) recordedSkipped(job string, t time.Time) bool {
+	return slices.ContainsFunc(h.SkippedTo[job], func(s [2]time.Time) bool { return t.After(s[0]) && !t.After(s[1]) })
+}
+
 // removedAfter reports whether the job was out of the job set at some
 // point after t.
 func removedAfter(ss []stretch, t time.Time) bool {
@@ -325,4 +335,37 @@ func (h *History) Report(v Violation) string {
 		b.WriteString(l.s + "\n")
 	}
 	return b.String()
+}
+
+// spans merges the attempts of each (unit, tick, token) into one run, from
+// the first attempt's start to the last one's end: retries stay inside
+// their tick's run, backoff included. The unit is in the key: the units of
+// one shard share a token, and often a tick.
+func spans(runs []Run) []Run {
+	type key struct {
+		job   string
+		tick  time.Time
+		token int64
+	}
+	idx := map[key]int{}
+	var out []Run
+	for _, r := range runs {
+		k := key{r.Job, r.Tick, r.Token}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, r)
+			continue
+		}
+		if r.Start.Before(out[i].Start) {
+			out[i].Start = r.Start
+		}
+		if r.Called.Before(out[i].Called) {
+			out[i].Called = r.Called
+		}
+		if r.End.After(out[i].End) {
+			out[i].End, out[i].Cause, out[i].Failed = r.End, r.Cause, r.Failed // how the last attempt ended
+		}
+	}
+	return out
 }

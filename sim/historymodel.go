@@ -50,19 +50,29 @@ func (m *model) appendHistory(keep int, ws []scheduler.HistoryWrite) []error {
 }
 
 // noteSkipped adds to m.replaced the ticks w takes out of the record's in
-// flight while it raises the skipped count, and to m.skippedTriggers the
+// flight while it raises the skipped count, to m.skippedTo the stretch its
+// last claimed tick moves across meanwhile, and to m.skippedTriggers the
 // manual ones: the record itself says they were decided (under replace,
 // or skipped: a handed-over manual tick past its starting deadline), even
 // if the history entry naming them was lost with its owner (history lags
 // the record by up to two seconds, docs/semantics.md).
 func (m *model) noteSkipped(k recKey, w scheduler.Write) {
-	old, err := scheduler.DecodeRecord(m.recs[k].Value)
-	if err != nil || w.Value == nil {
+	var old scheduler.Record // none yet: nothing claimed, nothing skipped
+	if st, ok := m.recs[k]; ok {
+		var err error
+		if old, err = scheduler.DecodeRecord(st.Value); err != nil {
+			return
+		}
+	}
+	if w.Value == nil {
 		return
 	}
 	r, err := scheduler.DecodeRecord(w.Value)
 	if err != nil || r.Skipped <= old.Skipped {
 		return
+	}
+	if r.LastClaimed.After(old.LastClaimed) {
+		m.skippedTo[w.Job] = append(m.skippedTo[w.Job], [2]time.Time{old.LastClaimed.UTC(), r.LastClaimed.UTC()})
 	}
 	for _, f := range old.InFlight {
 		switch {

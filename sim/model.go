@@ -67,7 +67,11 @@ type model struct {
 	// a record write that took the flight out and raised the skipped count
 	// (noteSkipped).
 	skippedTriggers map[string]bool
-	trigs           map[trigKey]trigReq
+	// skippedTo holds, by job, the stretches (after, through] its last
+	// claimed tick moved across in a landed write that raised the skipped
+	// count: ticks in them that did not run were recorded as skipped.
+	skippedTo map[string][][2]time.Time
+	trigs     map[trigKey]trigReq
 	// consumed says how each consumed trigger request went: "claim" (its
 	// manual tick is in flight in the record the write put) or "skip".
 	consumed map[string]string
@@ -81,7 +85,7 @@ type model struct {
 
 func newModel(ttl time.Duration, note func(node string, shard int, job, what string)) *model {
 	return &model{shards: map[int]shardKey{}, markers: map[int]scheduler.Released{},
-		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, skippedTriggers: map[string]bool{}, trigs: map[trigKey]trigReq{},
+		recs: map[recKey]scheduler.Stored{}, hist: map[recKey][]scheduler.Entry{}, replaced: map[string]map[time.Time]bool{}, skippedTriggers: map[string]bool{}, skippedTo: map[string][][2]time.Time{}, trigs: map[trigKey]trigReq{},
 		consumed: map[string]string{}, leases: map[int64]*mLease{}, journals: map[string][]scheduler.JournalLine{}, ttl: ttl, note: note}
 }
 

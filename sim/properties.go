@@ -19,8 +19,11 @@ import (
 // stretch's last seconds, or is still to run at the end: in flight in the
 // final record, or after its last claimed tick (a catch-up that has not
 // caught up is late, not lost). Only jobs never edited nor removed are held
-// to it; a suspension excuses the ticks it covers and those not run before
-// it.
+// to it; a suspension excuses the ticks it covers, and a tick due before it
+// that did not run only if its record says it was skipped (an owner that
+// took the shard over after a gap finds the job suspended and records the
+// gap's ticks before the suspension: nobody would decide them after the
+// resume).
 func noLostTick(h *History) []Violation {
 	var vs []Violation
 	until := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet/2)
@@ -55,7 +58,8 @@ func noLostTick(h *History) []Violation {
 		for t := sched.Next(base.Since); !t.IsZero() && !t.After(until); t = sched.Next(t) {
 			tick := cronspec.Nominal(sched, t).UTC()
 			// Replaced: history names the tick; a record that dropped the
-			// flight as it counted a skip names the fire.
+			// flight as it counted a skip names the fire (under replace, or
+			// for a suspension, below).
 			replaced := h.Replaced[name][tick] || h.Replaced[name][t.UTC()]
 			if _, ok := ran[tick]; ok || (base.Concurrency == config.ConcurrencyReplace && replaced) || t.After(final.LastClaimed) ||
 				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
@@ -63,9 +67,13 @@ func noLostTick(h *History) []Violation {
 			}
 			for _, s := range sus {
 				if !tick.After(s[1].Add(h.Skew)) {
-					// Before or in a suspension, not run before it; a tick at or
-					// before the resume never runs, its fire after it or not.
-					continue ticks
+					// In a suspension: a tick at or before the resume never
+					// runs, its fire after it or not. Before it: recorded as
+					// skipped, or lost.
+					if !t.Before(s[0].Add(-h.Skew)) || replaced || h.recordedSkipped(name, t) {
+						continue ticks
+					}
+					break
 				}
 			}
 			if base.Concurrency == config.ConcurrencyReplace && slices.ContainsFunc(runs, func(r Run) bool {
@@ -88,39 +96,6 @@ func noLostTick(h *History) []Violation {
 		}
 	}
 	return vs
-}
-
-// spans merges the attempts of each (unit, tick, token) into one run, from
-// the first attempt's start to the last one's end: retries stay inside
-// their tick's run, backoff included. The unit is in the key: the units of
-// one shard share a token, and often a tick.
-func spans(runs []Run) []Run {
-	type key struct {
-		job   string
-		tick  time.Time
-		token int64
-	}
-	idx := map[key]int{}
-	var out []Run
-	for _, r := range runs {
-		k := key{r.Job, r.Tick, r.Token}
-		i, ok := idx[k]
-		if !ok {
-			idx[k] = len(out)
-			out = append(out, r)
-			continue
-		}
-		if r.Start.Before(out[i].Start) {
-			out[i].Start = r.Start
-		}
-		if r.Called.Before(out[i].Called) {
-			out[i].Called = r.Called
-		}
-		if r.End.After(out[i].End) {
-			out[i].End, out[i].Cause, out[i].Failed = r.End, r.Cause, r.Failed // how the last attempt ended
-		}
-	}
-	return out
 }
 
 // noUnmarkedRepeat: a (job, tick) runs again only as a marked re-run (or
