@@ -18,9 +18,9 @@ func (s *Scheduler) skipBeforeSuspension(rec *jobRec, now time.Time) {
 	if at.IsZero() || (!job.Suspend && !job.Resumed.After(at)) {
 		return
 	}
-	base := later(rec.claimedBase(), job.Since)
-	if base.IsZero() {
-		return
+	base, end := later(rec.claimedBase(), job.Since), earlier(at, now)
+	if base.IsZero() || !base.Before(end) {
+		return // the usual case: its owner decided every tick before it
 	}
 	var memo, sched cronspec.Schedule = s.memoFor(rec.e), rec.e.sched
 	if job.Jitter > 0 && !job.Resumed.IsZero() {
@@ -32,5 +32,5 @@ func (s *Scheduler) skipBeforeSuspension(rec *jobRec, now time.Time) {
 			memo, sched = sc, sc
 		}
 	}
-	s.skipRangeIn(rec, memo, sched, base, earlier(at, now), "job suspended")
+	s.skipRangeIn(rec, memo, sched, base, end, "job suspended")
 }
