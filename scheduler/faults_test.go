@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -330,6 +331,39 @@ func TestWritesRetryAtOnceWhenTheStoreAnswersAgain(t *testing.T) {
 		if la.After(lb.Add(100 * time.Millisecond)) {
 			t.Errorf("after the heal b's write landed at %v and a's, waiting for a retry, only at %v: want it sent at once",
 				lb.Sub(t0), la.Sub(t0))
+		}
+	})
+}
+
+// A run that ends once its owner's outage has passed makes its completion
+// durable at once, though its record's write still waits out a backoff
+// (up to retryMax) from the outage: the completion used to wait behind
+// it, past the deadline of a session the outage left short, and the
+// successor re-ran the tick (the simulator, seed 61919).
+func TestCompletionDoesNotWaitOutTheBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0.Add(-time.Second))
+		j := jobIn(1, "j", "* * * * * *")
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(3200 * time.Millisecond)
+		outage := func() bool { // every write from 0.5 s to 3.1 s is lost
+			now := time.Now()
+			return now.After(t0.Add(500*time.Millisecond)) && now.Before(t0.Add(3100*time.Millisecond))
+		}
+		h.store.inject = func(w Write) (error, bool) {
+			if outage() {
+				return ErrUnknown, false
+			}
+			return nil, false
+		}
+		g, _ := h.grant(1, 9, nil)
+		h.s.Acquired(g)
+		ended := t0.Add(3200 * time.Millisecond)
+		sleepUntil(ended.Add(150 * time.Millisecond))
+		synctest.Wait()
+		if rec := h.store.record(1, j.Name); slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(t0) }) {
+			t.Errorf("150 ms after its run ended, tick %v is still in flight: %+v", t0, rec.InFlight)
 		}
 	})
 }
