@@ -19,16 +19,8 @@ import (
 // :49.5, after an etcd stall deposed the owner at :47.8).
 func TestSuspendedWhileOwnerlessDecidesTheGap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		j := jobIn(5, "gap", "* * * * * *")
-		j.Since = t0
-		hs := owners(t, 2, nil, j)
+		j, hs := ownerGoneAt10s(t)
 		h1, h2 := hs[0], hs[1]
-		g1, lose := h1.grant(5, 9, nil)
-		h1.s.Acquired(g1)
-		sleepUntil(t0.Add(10*time.Second + 500*time.Millisecond))
-		lose(ErrDeadline) // the owner is gone: the ticks from 11 run nowhere
-		sleepUntil(t0.Add(13*time.Second + 500*time.Millisecond))
 		suspended := j
 		suspended.Suspend, suspended.SuspendedAt = true, time.Now()
 		for _, h := range hs {
@@ -84,16 +76,8 @@ func covers(e Entry, tick time.Time) bool {
 // are not, and the ticks after the resume run.
 func TestSuspendedAndResumedWhileOwnerlessDecidesTheGap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sleepUntil(t0)
-		j := jobIn(5, "gap", "* * * * * *")
-		j.Since = t0
-		hs := owners(t, 2, nil, j)
+		j, hs := ownerGoneAt10s(t)
 		h1, h2 := hs[0], hs[1]
-		g1, lose := h1.grant(5, 9, nil)
-		h1.s.Acquired(g1)
-		sleepUntil(t0.Add(10*time.Second + 500*time.Millisecond))
-		lose(ErrDeadline) // the owner is gone: the ticks from 11 run nowhere
-		sleepUntil(t0.Add(13*time.Second + 500*time.Millisecond))
 		suspendedAt := time.Now()
 		resumed := j
 		resumed.Resumed, resumed.SuspendedAt = suspendedAt.Add(2*time.Second), suspendedAt
@@ -134,4 +118,21 @@ func TestSuspendedAndResumedWhileOwnerlessDecidesTheGap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ownerGoneAt10s starts two owners of a per-second job in shard 5; the
+// first owns it until 10.5 s, when its deadline passes. It returns at
+// 13.5 s: the ticks from 11 have run nowhere.
+func ownerGoneAt10s(t *testing.T) (config.Job, []*harness) {
+	t.Helper()
+	sleepUntil(t0)
+	j := jobIn(5, "gap", "* * * * * *")
+	j.Since = t0
+	hs := owners(t, 2, nil, j)
+	g1, lose := hs[0].grant(5, 9, nil)
+	hs[0].s.Acquired(g1)
+	sleepUntil(t0.Add(10*time.Second + 500*time.Millisecond))
+	lose(ErrDeadline)
+	sleepUntil(t0.Add(13*time.Second + 500*time.Millisecond))
+	return j, hs
 }
