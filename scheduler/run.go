@@ -341,15 +341,12 @@ func (s *Scheduler) recordEnd(d runDone, status Status, record bool) {
 		}
 		rec.queue(o)
 		s.markDirtyWithin(rec, within)
-		if _, ok := s.retrying[rec]; ok {
-			// Its record write waits out a backoff from an outage that has
-			// passed (the run began only in contact with the store): the
-			// completion would wait behind it, up to retryMax, past the
-			// deadline of a session the outage left short, and the run
-			// would repeat (simulator, seed 61919).
-			delete(s.retrying, rec)
-			s.markDirty(rec, true)
-		}
+		// A record write waiting out a backoff from an outage that has
+		// passed (the run began only in contact with the store) goes now:
+		// the completion would wait behind it, up to retryMax, past the
+		// deadline of a session the outage left short, and the run would
+		// repeat (simulator, seed 61919).
+		s.retryRec(rec)
 	}
 	s.requeueHeld(rec)
 	s.checkIdle(sh)

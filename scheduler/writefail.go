@@ -54,6 +54,13 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 // run would repeat (simulator, seed 15409).
 func (s *Scheduler) retryNow() {
 	for rec := range s.retrying {
+		s.retryRec(rec)
+	}
+}
+
+// retryRec sends rec's write waiting out a backoff at once, if it has one.
+func (s *Scheduler) retryRec(rec *jobRec) {
+	if _, ok := s.retrying[rec]; ok {
 		delete(s.retrying, rec)
 		s.markDirty(rec, true)
 	}
