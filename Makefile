@@ -155,7 +155,7 @@ etcd-image:
 # etcd, the ledger sink, and for the rolling upgrade an image of the last
 # landed main, E2E_OLD_COMMIT (UPGRADING.md says how the two read each
 # other's data).
-E2E_OLD_COMMIT ?= 49c6491
+E2E_OLD_COMMIT ?= 9f5807a
 E2E_OLD_IMAGE  ?= shardcron:e2e-old-$(E2E_OLD_COMMIT)
 E2E_LEDGER_IMAGE ?= shardcron-e2e-ledger:latest
 E2E_FLAGS ?= -count=1 -timeout 18m -v
