@@ -83,8 +83,9 @@
 // or one item of a sharded job, keyed by its unit name (an item an edit
 // drops is out of the job set, as a removed job; a suspension is its
 // job's, whichever items the job has then). No tick lost under its
-// misfire policy (run_all jobs never edited nor removed; forbid excuses a
-// tick that came due while a run of the job ran); no repeat of (job, tick)
+// misfire policy (jobs never edited nor removed; forbid excuses a tick
+// that came due while a run of the job ran, and a job that may skip by
+// its policy skips only as its record says); no repeat of (job, tick)
 // unless the later run is marked Rerun (or is a retry attempt of the same
 // token); no tick of a suspended stretch ever run, no tick at or before
 // the resume run after it, nothing started while suspended; no run

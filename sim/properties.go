@@ -14,16 +14,19 @@ import (
 // The properties of the delivery semantics, one function each: Check runs
 // them all over a seed's History.
 
-// noLostTick: every tick of a run_all job (allow or replace, or forbid
-// when no run of it was running at the tick) is run, up to the quiet
-// stretch's last seconds, or is still to run at the end: in flight in the
-// final record, or after its last claimed tick (a catch-up that has not
-// caught up is late, not lost). Only jobs never edited nor removed are held
-// to it; a suspension excuses the ticks it covers, and a tick due before it
-// that did not run only if its record says it was skipped (an owner that
-// took the shard over after a gap finds the job suspended and records the
-// gap's ticks before the suspension: nobody would decide them after the
-// resume).
+// noLostTick: every tick of a job is run, up to the quiet stretch's last
+// seconds, or is still to run at the end: in flight in the final record,
+// or after its last claimed tick (a catch-up that has not caught up is
+// late, not lost). A run_all job without a starting deadline skips a tick
+// only under forbid, when a run of it was running at the tick (or under
+// replace, a newer tick replaced it); any other job may skip by its
+// policy, but only as its record says: a write that raised the skipped
+// count as it moved the last claimed tick across the tick, or took it out
+// of flight. Only jobs never edited nor removed are held to it; a
+// suspension excuses the ticks it covers, and a tick due before it that
+// did not run only if its record says it was skipped (an owner that took
+// the shard over after a gap finds the job suspended and records the gap's
+// ticks before the suspension: nobody would decide them after the resume).
 func noLostTick(h *History) []Violation {
 	var vs []Violation
 	until := h.Start.Add(h.Cfg.Duration + h.Cfg.Quiet/2)
@@ -31,9 +34,9 @@ func noLostTick(h *History) []Violation {
 	for _, name := range slices.Sorted(maps.Keys(lives)) {
 		ss := lives[name]
 		base := ss[0].job
-		if base.Misfire != config.MisfireRunAll || base.StartingDeadline != 0 {
-			continue
-		}
+		// run_all without a starting deadline never skips a tick but under
+		// forbid; every other job may, and records each skip.
+		mayskip := base.Misfire != config.MisfireRunAll || base.StartingDeadline != 0
 		if slices.ContainsFunc(ss, func(s stretch) bool {
 			return s.job.Schedule != base.Schedule || !s.job.Since.Equal(base.Since)
 		}) || removedAfter(ss, time.Time{}) {
@@ -62,7 +65,8 @@ func noLostTick(h *History) []Violation {
 			// for a suspension, below).
 			replaced := h.Replaced[name][tick] || h.Replaced[name][t.UTC()]
 			if _, ok := ran[tick]; ok || (base.Concurrency == config.ConcurrencyReplace && replaced) || t.After(final.LastClaimed) ||
-				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) {
+				slices.ContainsFunc(final.InFlight, func(f scheduler.Flight) bool { return f.Tick.Equal(t) }) ||
+				(mayskip && (replaced || h.recordedSkipped(name, t))) {
 				continue
 			}
 			for _, s := range sus {
