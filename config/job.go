@@ -147,6 +147,15 @@ type Job struct {
 	// or an override written before the job store stamped one (then no
 	// new owner decides those ticks). Set by the job store, not the file.
 	SuspendedAt time.Time `yaml:"-" json:"suspended_at,omitzero"`
+	// Rescheduled is when an apply last changed what yields the job's
+	// ticks (RescheduledAfter): the new schedule takes effect then, so no
+	// owner catches up a tick of it at or before that instant, which never
+	// came due (the owner that heard of the edit arms from then on; a
+	// later one would otherwise take it for missed). Ticks of an earlier
+	// schedule that are claimed, in line or in flight still run. Set by
+	// the job store, not the file; zero if the schedule never changed, or
+	// last changed before the job store stamped it.
+	Rescheduled time.Time `yaml:"-" json:"rescheduled,omitzero"`
 	// ItemsAdded is when each item that was not in the job's first
 	// version was added, by item name: no owner runs a tick of that item
 	// at or before it (UnitSince). Set by the job store, not the file.
@@ -204,6 +213,19 @@ func (j *Job) Shape(anchor time.Time) cronspec.Shape {
 // job's schedule, making it the job's own.
 func (j *Job) Shaped() bool {
 	return !j.At.IsZero() || !j.StartAt.IsZero() || !j.EndAt.IsZero() || j.MaxRuns > 0 || j.Jitter > 0
+}
+
+// RescheduledAfter returns j's Rescheduled as the job store stamps it
+// over prev, the stored job of its name: now when j yields other ticks
+// than prev (its schedule, time zone, one-shot instant, window or
+// max_runs differ; a jitter moves fires, not ticks), prev's otherwise.
+// The simulator, which stands in for the job store, calls it too.
+func (j *Job) RescheduledAfter(prev *Job, now time.Time) time.Time {
+	if j.Schedule != prev.Schedule || j.Timezone != prev.Timezone || !j.At.Equal(prev.At) ||
+		!j.StartAt.Equal(prev.StartAt) || !j.EndAt.Equal(prev.EndAt) || j.MaxRuns != prev.MaxRuns {
+		return now
+	}
+	return prev.Rescheduled
 }
 
 // NotBefore is the instant at or before which no owner runs a tick of the

@@ -48,12 +48,12 @@ func MarshalJobsNoted(jobs []Job, notes map[string]string) ([]byte, error) {
 
 // MarshalJobsJSON writes jobs as a jobs file in JSON (which ParseJobs reads
 // as YAML), without the fields the job store sets (Since, Resumed,
-// SuspendedAt).
+// SuspendedAt, Rescheduled).
 func MarshalJobsJSON(jobs []Job) ([]byte, error) {
 	out := make([]Job, len(jobs))
 	for i := range jobs {
 		out[i] = jobs[i]
-		out[i].Since, out[i].Resumed, out[i].SuspendedAt = time.Time{}, time.Time{}, time.Time{}
+		out[i].Since, out[i].Resumed, out[i].SuspendedAt, out[i].Rescheduled = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	}
 	b, err := json.MarshalIndent(struct {
 		Jobs []Job `json:"jobs"`

@@ -150,3 +150,37 @@ func TestUnstampedSuspensionStaysUnstamped(t *testing.T) {
 		t.Fatalf("override over an unstamped suspension: %v, suspend %v, SuspendedAt %v; want zero", ok, e.Suspend, e.SuspendedAt)
 	}
 }
+
+// Rescheduled is set when an apply changes what yields a job's ticks (its
+// schedule, here), kept through applies that change anything else, and
+// left zero for a job whose schedule never changed: a new owner catches up
+// no tick of the new schedule at or before it.
+func TestApplyStampsReschedule(t *testing.T) {
+	s := etcdtest.Start(t)
+	cli := s.Client(t)
+	ks := keyspace.New("reschedule")
+	c := &clock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	opts := ApplyOptions{Now: c.now}
+	js := jobs(0, 2, 1)
+	mustApply(t, cli, ks, js, opts)
+
+	c.t = c.t.Add(time.Hour)
+	rescheduled := c.t
+	js[0].Schedule = "30 */5 * * * *"
+	mustApply(t, cli, ks, js, opts)
+	got := byName(mustLoad(t, cli, ks).Jobs)
+	if at := got[js[0].Name].Rescheduled; !at.Equal(rescheduled) {
+		t.Fatalf("rescheduled job: Rescheduled = %v, want %v", at, rescheduled)
+	}
+	if at := got[js[1].Name].Rescheduled; !at.IsZero() {
+		t.Fatalf("a job whose schedule never changed has Rescheduled %v", at)
+	}
+
+	c.t = c.t.Add(time.Hour)
+	js[0].HTTP.URL = "http://billing.internal/other"
+	js[0].Jitter = config.Duration(10 * time.Second) // moves fires, not ticks
+	mustApply(t, cli, ks, js, opts)
+	if at := byName(mustLoad(t, cli, ks).Jobs)[js[0].Name].Rescheduled; !at.Equal(rescheduled) {
+		t.Fatalf("after a change to its target and jitter: Rescheduled = %v, want %v kept", at, rescheduled)
+	}
+}

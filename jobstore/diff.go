@@ -103,6 +103,7 @@ func sameSpec(a, b *config.Job) bool {
 	x.Since, y.Since = time.Time{}, time.Time{}
 	x.Resumed, y.Resumed = time.Time{}, time.Time{}
 	x.SuspendedAt, y.SuspendedAt = time.Time{}, time.Time{}
+	x.Rescheduled, y.Rescheduled = time.Time{}, time.Time{}
 	x.ItemsAdded, y.ItemsAdded = nil, nil
 	if reflect.DeepEqual(x, y) {
 		return true
@@ -117,7 +118,7 @@ func sameSpec(a, b *config.Job) bool {
 // which is the safe direction.
 func specOf(j *config.Job) []byte {
 	c := *j
-	c.Since, c.Resumed, c.SuspendedAt, c.ItemsAdded = time.Time{}, time.Time{}, time.Time{}, nil
+	c.Since, c.Resumed, c.SuspendedAt, c.Rescheduled, c.ItemsAdded = time.Time{}, time.Time{}, time.Time{}, time.Time{}, nil
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return []byte(err.Error())

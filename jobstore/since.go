@@ -11,7 +11,9 @@ import (
 // name in current, or now for a job that is new; its Resumed: now when the
 // job goes from suspended to not suspended, current's otherwise; and its
 // SuspendedAt: now when it goes from not suspended to suspended (or is new
-// and suspended), current's otherwise. Given same (diffJobs:
+// and suspended), current's otherwise; and its Rescheduled: now when its
+// schedule changes (config.Job.RescheduledAfter), current's otherwise.
+// Given same (diffJobs:
 // current holds next[i] with the same definition), it also reports which
 // jobs it stamped exactly as current stores them: the same definition and
 // stamps.
@@ -25,7 +27,7 @@ func withSince(current, next []config.Job, now time.Time, same []bool) ([]config
 	asIs := make([]bool, len(next))
 	for i := range next {
 		out[i] = next[i]
-		out[i].Since, out[i].Resumed, out[i].SuspendedAt = now, time.Time{}, time.Time{}
+		out[i].Since, out[i].Resumed, out[i].SuspendedAt, out[i].Rescheduled = now, time.Time{}, time.Time{}, time.Time{}
 		if next[i].Suspend {
 			out[i].SuspendedAt = now
 		}
@@ -46,9 +48,10 @@ func withSince(current, next []config.Job, now time.Time, same []bool) ([]config
 		if p.Suspend && !next[i].Suspend {
 			out[i].Resumed = now
 		}
+		out[i].Rescheduled = next[i].RescheduledAfter(p, now)
 		out[i].ItemsAdded = next[i].ItemsAddedAfter(p, now)
 		asIs[i] = same != nil && same[i] && !p.Since.IsZero() && out[i].Resumed.Equal(p.Resumed) &&
-			out[i].SuspendedAt.Equal(p.SuspendedAt) &&
+			out[i].SuspendedAt.Equal(p.SuspendedAt) && out[i].Rescheduled.Equal(p.Rescheduled) &&
 			maps.EqualFunc(out[i].ItemsAdded, p.ItemsAdded, time.Time.Equal)
 	}
 	return out, asIs
