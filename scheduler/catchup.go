@@ -111,10 +111,11 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 
 // missedBase is the tick after which rec's missed ticks start: its last
 // claimed tick or scheduled tick in flight, and no tick at or before Since
-// (the job did not exist) or Resumed (it was suspended) ever runs. Zero:
-// never claimed and no since.
+// (the job did not exist) or Resumed (it was suspended) ever runs, nor is
+// one of the schedule at or before Rescheduled missed (it took effect
+// then). Zero: never claimed and no since.
 func (rec *jobRec) missedBase() time.Time {
-	return later(rec.claimedBase(), rec.e.job.NotBefore())
+	return later(rec.claimedBase(), later(rec.e.job.NotBefore(), rec.e.job.Rescheduled))
 }
 
 // claimedBase is rec's last claimed tick, or its latest scheduled tick in

@@ -18,7 +18,8 @@ func (s *Scheduler) skipBeforeSuspension(rec *jobRec, now time.Time) {
 	if at.IsZero() || (!job.Suspend && !job.Resumed.After(at)) {
 		return
 	}
-	base, end := later(rec.claimedBase(), job.Since), earlier(at, now)
+	// A tick of the schedule at or before its edit never came due.
+	base, end := later(rec.claimedBase(), later(job.Since, job.Rescheduled)), earlier(at, now)
 	if base.IsZero() || !base.Before(end) {
 		return // the usual case: its owner decided every tick before it
 	}
