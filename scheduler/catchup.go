@@ -20,10 +20,22 @@ const countWalk = 32
 
 // backlog is the rest of a job's catch-up, made one tick at a time, so a
 // long outage costs neither a walk over every missed tick nor the memory of
-// each: the ticks after from, up to end, at most left of them.
+// each: the ticks of sched after from, up to end, at most left of them.
+// sched is the schedule the ticks were missed under: an edit meanwhile
+// changes the job's later ticks, not these (its new schedule's ticks
+// before the edit never came due).
 type backlog struct {
 	from, end time.Time
 	left      int
+	sched     cronspec.Schedule
+}
+
+// next returns the backlog's next tick, zero when none is left.
+func (b *backlog) next() time.Time {
+	if t := b.sched.Next(b.from); !t.IsZero() && !t.After(b.end) {
+		return t
+	}
+	return time.Time{}
 }
 
 // catchUp decides, for a job of a newly owned shard (or a job new to an
@@ -104,7 +116,7 @@ func (s *Scheduler) catchUpMissed(rec *jobRec, now time.Time, rel *Released) {
 		from = later(from, misfireEnd)
 	}
 	if from.Before(end) {
-		rec.busy().backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns}
+		rec.busy().backlog = &backlog{from: from, end: end, left: MaxCatchUpRuns, sched: rec.e.sched}
 		s.nextCaughtUp(rec)
 	}
 }
@@ -207,15 +219,15 @@ func (s *Scheduler) nextCaughtUp(rec *jobRec) {
 	if b == nil {
 		return
 	}
-	t := rec.e.sched.Next(b.from)
-	if t.IsZero() || t.After(b.end) || !rec.firing() {
+	t := b.next()
+	if t.IsZero() || !rec.firing() {
 		rec.busy().backlog = nil
 		return
 	}
 	if b.left == 0 {
 		rec.busy().backlog = nil
 		s.log.Warn("catch-up capped: the rest of the missed ticks are skipped", append(rec.logArgs(), "cap", MaxCatchUpRuns, "from", t, "to", b.end)...)
-		s.skipRange(rec, b.from, b.end, "catch-up capped at MaxCatchUpRuns")
+		s.skipRangeIn(rec, b.sched, b.sched, b.from, b.end, "catch-up capped at MaxCatchUpRuns")
 		return
 	}
 	b.left--

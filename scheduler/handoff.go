@@ -148,7 +148,7 @@ func (s *Scheduler) drain(n int, now time.Time) drainReply {
 				}
 			}
 			if b := a.backlog; b != nil {
-				if t := rec.e.sched.Next(b.from); !t.IsZero() && !t.After(b.end) {
+				if t := b.next(); !t.IsZero() {
 					earlier(t)
 				}
 			}

@@ -60,7 +60,7 @@ func (rec *jobRec) decidedBefore(t time.Time) bool {
 		return false
 	}
 	if b := a.backlog; b != nil {
-		if next := rec.e.sched.Next(b.from); !next.IsZero() && !next.After(b.end) && next.Before(t) {
+		if next := b.next(); !next.IsZero() && next.Before(t) {
 			return false
 		}
 	}

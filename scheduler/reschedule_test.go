@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,3 +75,32 @@ func TestScheduleEditThenHandoffRunsNoTickThatNeverCameDue(t *testing.T) {
 	}
 }
 
+// A catch-up is of the ticks missed under the schedule the job had then:
+// an edit while it goes changes the ticks after it, not the catch-up's.
+// The catch-up used to walk on under the new schedule, running its ticks
+// from before the edit, which never came due (t0-9s to t0-1s here), in
+// place of the old schedule's t0-5s (the simulator, seed 79 of this
+// property).
+func TestEditDuringCatchUpRunsTheTicksMissedUnderTheOldSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		j := jobIn(2, "caught-up", "*/5 * * * * *")
+		j.Concurrency, j.Misfire = config.ConcurrencyForbid, config.MisfireRunAll
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.runner.behave = work(4 * time.Second)
+		h.store.put(2, Record{Job: j.Name, Token: 5, LastClaimed: t0.Add(-20 * time.Second)})
+		g, _ := h.grant(2, 9, nil)
+		h.s.Acquired(g) // catch-up: t0-15s .. t0, one after another
+		sleepUntil(t0.Add(time.Second))
+		every := j
+		every.Schedule, every.Rescheduled = "* * * * * *", time.Now()
+		h.s.SetJobs(config.JobSet{Version: 2, Jobs: []config.Job{every}})
+		sleepUntil(t0.Add(time.Minute))
+		synctest.Wait()
+		got := secondsFrom(t0, ticksOf(h.runner.of(j.Name)))
+		if want := []int{-15, -10, -5, 0, 2}; len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+			t.Errorf("ran ticks (seconds from t0) %v, want them to start %v", got, want)
+		}
+	})
+}
