@@ -366,6 +366,9 @@ func (s *Scheduler) installJobs(now time.Time) {
 				if e.job.Suspend {
 					rec.suspendRuns()
 				}
+				if rec.removed {
+					rec.keepNames(rec.e) // added again: its entry knows none of the old schedules
+				}
 				rec.e, rec.removed = e, false
 				s.arm(rec, from)
 				voided++

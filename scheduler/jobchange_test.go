@@ -2,11 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/shardcron/shardcron/config"
+	"github.com/shardcron/shardcron/cronspec"
 )
 
 // These tests pin what a change of the job set (suspend, resume, remove,
@@ -253,6 +255,48 @@ func TestNoRetryAfterSuspend(t *testing.T) {
 		}
 		if rec := h.store.record(1, j.Name); len(rec.InFlight) != 0 {
 			t.Errorf("still in flight: %v", rec.InFlight)
+		}
+	})
+}
+
+// A jittered job removed and added again while a fire of its old life is
+// claimed ahead (its record not yet deleted): that fire's tick came due
+// while the job was out of the set, at or before its new since, so it does
+// not run. The re-added job's entry knew none of the old schedule, so the
+// fire was named by its own instant, which lies after the since, and ran
+// (the simulator, seed 4209).
+func TestReaddedJitteredJobRunsNoTickBeforeItsSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleepUntil(t0)
+		const jitter = 8 * time.Second
+		j := jobIn(4, "jittered", "*/10 * * * * *")
+		j.Since, j.Jitter = t0, config.Duration(jitter)
+		tick := t0.Add(10 * time.Second) // the first whose fire lies 2 s or more after it
+		for cronspec.JitterOffset(j.Name, tick, jitter) < 2*time.Second {
+			tick = tick.Add(10 * time.Second)
+		}
+		fire := tick.Add(cronspec.JitterOffset(j.Name, tick, jitter))
+		h := newHarness(t, nil, j)
+		defer h.stop()
+		h.store.latency = 200 * time.Millisecond // the removed job's record is still there when it comes back
+		g, _ := h.grant(4, 9, nil)
+		h.s.Acquired(g)
+		sleepUntil(fire.Add(-500 * time.Millisecond))
+		synctest.Wait()
+		if rec := h.store.record(4, j.Name); !slices.ContainsFunc(rec.InFlight, func(f Flight) bool { return f.Tick.Equal(fire) }) {
+			t.Fatalf("fire %v not claimed ahead: %+v", fire, rec)
+		}
+		h.s.SetJobs(config.JobSet{Version: 2})
+		sleepUntil(fire.Add(-400 * time.Millisecond))
+		again := j
+		again.Since = time.Now()
+		h.s.SetJobs(config.JobSet{Version: 3, Jobs: []config.Job{again}})
+		sleepUntil(fire.Add(2 * time.Second))
+		synctest.Wait()
+		for _, r := range h.runner.of(j.Name) {
+			if r.Tick.After(j.Since.Add(time.Second)) && !r.Tick.After(again.Since) || r.Tick.Equal(fire) {
+				t.Errorf("tick %v ran (the old life's fire %v of tick %v, the new since %v)", r.Tick, fire, tick, again.Since)
+			}
 		}
 	})
 }
