@@ -191,7 +191,7 @@ func earliest(a, b time.Time) time.Time {
 func Check(h *History) []Violation {
 	var vs []Violation
 	for _, p := range []func(*History) []Violation{
-		noLostTick, noUnmarkedRepeat, noQuietRepeat, noSuspendedRun, noRunPastDeadline, noLateStart, forbidNeverOverlaps, manualOnce,
+		noLostTick, noUnmarkedRepeat, noQuietRepeat, noSuspendedRun, noTickBeforeItsSchedule, noRunPastDeadline, noLateStart, forbidNeverOverlaps, manualOnce,
 	} {
 		vs = append(vs, p(h)...)
 	}

@@ -88,7 +88,9 @@
 // its policy skips only as its record says); no repeat of (job, tick)
 // unless the later run is marked Rerun (or is a retry attempt of the same
 // token); no tick of a suspended stretch ever run, no tick at or before
-// the resume run after it, nothing started while suspended; no run
+// the resume run after it, nothing started while suspended; no tick run
+// that no definition of the job yielded when it came due (an edit's new
+// schedule takes effect when applied); no run
 // started at or after its owner's safe deadline; forbid never overlaps; a
 // manual run exactly once; and no repeat after a quiet fault: a tick that
 // ran to its end is run again only if a fault touched its owner between

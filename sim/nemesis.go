@@ -310,10 +310,12 @@ func (js *jobsState) edit(now time.Time) {
 			}
 			set.Jobs = append(set.Jobs, j)
 		case k == 1 && j.At.IsZero(): // a one-shot has no schedule to change
+			prev := j
 			j.Schedule = specs[r.IntN(len(specs))]
 			if periodOf(j.Schedule) < j.Jitter.D() {
 				j.Schedule = "*/5 * * * * *" // a jitter stays within the gap between ticks, as validate demands
 			}
+			j.Rescheduled = j.RescheduledAfter(&prev, now) // as the job store stamps it
 			what = "schedule " + j.Schedule
 			set.Jobs = append(set.Jobs, j)
 		default:

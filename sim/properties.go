@@ -227,6 +227,46 @@ func noSuspendedRun(h *History) []Violation {
 	return vs
 }
 
+// noTickBeforeItsSchedule: a scheduled tick that runs is a tick of a
+// definition the job had when it came due: some stretch of the unit's
+// life whose schedule yields the run's fire, the fire after the stretch
+// began. A schedule takes effect when the edit is applied; a fire of it
+// before then never came due (config.Job.Rescheduled), whoever takes the
+// job over later.
+func noTickBeforeItsSchedule(h *History) []Violation {
+	var vs []Violation
+	lives := h.lives()
+	scheds := map[*stretch]cronspec.Schedule{}
+	yields := func(s *stretch, fire time.Time) bool {
+		sc, ok := scheds[s]
+		if !ok {
+			sc, _ = s.job.ItemFires(s.item)
+			scheds[s] = sc
+		}
+		return sc != nil && sc.Next(fire.Add(-time.Nanosecond)).Equal(fire)
+	}
+	for _, r := range h.Runs {
+		if r.Trigger != "" {
+			continue
+		}
+		ss := lives[r.Job]
+		ok := false
+		for i := range ss {
+			if r.Fire.After(ss[i].from) && yields(&ss[i], r.Fire) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			v := violation("no tick before its schedule", r.Job, fmt.Sprintf("tick %s (fire %s) ran at %s by %s token %d, rerun %v: no schedule of the job yielded it when it came due",
+				ts(r.Tick), ts(r.Fire), ts(r.Start), r.Node, r.Token, r.Rerun))
+			v.From, v.To = around(r.Tick.Add(-10*time.Second), r.Start)
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // noRunPastDeadline: no run starts at or after its owner's safe deadline.
 func noRunPastDeadline(h *History) []Violation {
 	var vs []Violation
