@@ -260,8 +260,13 @@ func (c *cluster) applyJobs(flags ...string) { c.applyJobsWith(false, flags...) 
 // suspends: it never fires.
 const suspendedJob = "e2e-suspended"
 
-// applyJobsWith is applyJobs, with suspendedJob among the jobs if
-// withSuspended.
+// rescheduledJob is a job of every jobs file that never fires in a run
+// (a yearly schedule); the rolling upgrade's file moves it to another
+// day, so the job set it applies holds the edit's instant (rescheduled).
+const rescheduledJob = "e2e-rescheduled"
+
+// applyJobsWith is applyJobs, with suspendedJob among the jobs, and
+// rescheduledJob on its second schedule, if withSuspended.
 func (c *cluster) applyJobsWith(withSuspended bool, flags ...string) {
 	c.t.Helper()
 	var b strings.Builder
@@ -272,9 +277,12 @@ func (c *cluster) applyJobsWith(withSuspended bool, flags ...string) {
 			b.WriteString("    concurrency: allow\n")
 		}
 	}
+	yearly := "0 0 1 1 *"
 	if withSuspended {
 		fmt.Fprintf(&b, "  - name: %s\n    schedule: \"* * * * * *\"\n    http: {url: \"http://%s-ledger:8080/fire\"}\n    suspend: true\n", suspendedJob, c.prefix)
+		yearly = "0 0 2 1 *"
 	}
+	fmt.Fprintf(&b, "  - name: %s\n    schedule: %q\n    http: {url: \"http://%s-ledger:8080/fire\"}\n", rescheduledJob, yearly, c.prefix)
 	path := filepath.Join(c.t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		c.t.Fatal(err)

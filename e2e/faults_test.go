@@ -130,8 +130,10 @@ func etcdLeaderStop(t *testing.T, c *cluster, f *figures) {
 // fired by a replica of the earlier image while it was being stopped.
 //
 // The job set also holds a job its file suspends, applied by the current
-// image, which stores the suspension's instant with it (suspended_at): the
-// earlier release's replicas must read that set and never run the job.
+// image, which stores the suspension's instant with it (suspended_at), and
+// a yearly job the same apply moves to another day, which stores the
+// edit's instant (rescheduled): the earlier release's replicas must read
+// that set, and neither job runs.
 func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 	old := image(t, "SHARDCRON_E2E_OLD_IMAGE")
 	c.waitStable("before the rolling upgrade")
@@ -180,14 +182,21 @@ func rollingUpgrade(t *testing.T, c *cluster, f *figures) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	suspendedFired := 0
+	suspendedFired, rescheduledFired := 0, 0
 	for _, fr := range fs {
-		if fr.Job == suspendedJob {
+		switch fr.Job {
+		case suspendedJob:
 			suspendedFired++
+		case rescheduledJob:
+			rescheduledFired++
 		}
 	}
 	if suspendedFired > 0 {
 		t.Errorf("%s, suspended by its file, fired %d times", suspendedJob, suspendedFired)
 	}
-	f.add(t, "%v; %s; of them re-runs after the earlier release's drain: %d; fires of the suspended job: %d", versions, r, r.licensed, suspendedFired)
+	if rescheduledFired > 0 {
+		t.Errorf("%s, on a yearly schedule, fired %d times", rescheduledJob, rescheduledFired)
+	}
+	f.add(t, "%v; %s; of them re-runs after the earlier release's drain: %d; fires of the suspended job: %d, of the rescheduled one: %d",
+		versions, r, r.licensed, suspendedFired, rescheduledFired)
 }
