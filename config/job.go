@@ -228,6 +228,17 @@ func (j *Job) RescheduledAfter(prev *Job, now time.Time) time.Time {
 	return prev.Rescheduled
 }
 
+// DueAfter is the instant after which the job's current schedule has
+// ticks that come due: NotBefore, or Rescheduled if later (the schedule
+// took effect then). Catch-up and arming start after it; a tick of an
+// earlier schedule still runs after it.
+func (j *Job) DueAfter() time.Time {
+	if j.Rescheduled.After(j.NotBefore()) {
+		return j.Rescheduled
+	}
+	return j.NotBefore()
+}
+
 // NotBefore is the instant at or before which no owner runs a tick of the
 // job: the later of Since and Resumed.
 func (j *Job) NotBefore() time.Time {

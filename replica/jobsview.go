@@ -57,7 +57,7 @@ type JobView struct {
 	// Error says why the job's record could not be read, if it could not.
 	Error string `json:"error,omitempty"`
 
-	// fires is the job's schedule and notBefore its config.Job.NotBefore,
+	// fires is the job's schedule and notBefore its config.Job.DueAfter,
 	// for Done; nil when the job's spec is not known here.
 	fires     cronspec.Schedule
 	notBefore time.Time
@@ -124,7 +124,7 @@ func selectJobs(jobs []scheduler.JobInfo, specs map[string]*config.Job, owners [
 			rows[i].spec = spec
 			rows[i].Schedule, rows[i].Timezone, rows[i].At = spec.Schedule, spec.Timezone, spec.At
 			rows[i].fires, _ = spec.Fires()
-			rows[i].notBefore = spec.NotBefore()
+			rows[i].notBefore = spec.DueAfter()
 		}
 		if j.Shard < len(owners) {
 			rows[i].Owner, rows[i].Token = owners[j.Shard].Owner, owners[j.Shard].Token

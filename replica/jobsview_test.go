@@ -22,6 +22,8 @@ func TestJobViewDone(t *testing.T) {
 		"forever":  {Name: "forever", Schedule: "@hourly", Since: since},
 		"thrice":   {Name: "thrice", Schedule: "@hourly", MaxRuns: 3, Since: since},
 		"jittered": {Name: "jittered", Schedule: "@hourly", Jitter: config.Duration(time.Minute), EndAt: since.Add(2 * time.Hour), Since: since},
+		// its instant moved back, before the edit that moved it: it never comes due
+		"moved": {Name: "moved", At: since.Add(2 * time.Hour), Rescheduled: since.Add(3 * time.Hour), Since: since},
 	}
 	var infos []scheduler.JobInfo
 	for name := range jobs {
@@ -49,6 +51,7 @@ func TestJobViewDone(t *testing.T) {
 		{"thrice", scheduler.Record{LastClaimed: since.Add(2 * time.Hour)}, false},
 		{"thrice", scheduler.Record{LastClaimed: since.Add(3 * time.Hour)}, true},
 		{"jittered", scheduler.Record{LastClaimed: lastJittered}, true},
+		{"moved", scheduler.Record{}, true},
 	} {
 		if got := view[tc.job].done(tc.rec); got != tc.want {
 			t.Errorf("%s with record %+v: done %v, want %v", tc.job, tc.rec, got, tc.want)

@@ -245,9 +245,9 @@ func (s *Scheduler) arm(rec *jobRec, from time.Time) {
 		return
 	}
 	// No tick at or before the job's Since or resume runs, whatever this
-	// owner's clock says now (config.Job.NotBefore), nor one of its
-	// schedule at or before the edit that made it (Rescheduled).
-	from = later(later(from, rec.hi), later(rec.e.job.NotBefore(), rec.e.job.Rescheduled))
+	// owner's clock says now, nor one of its schedule at or before the edit
+	// that made it (config.Job.DueAfter).
+	from = later(later(from, rec.hi), rec.e.job.DueAfter())
 	// Nor one already in line or still to come from a catch-up: after a
 	// clock step back, from can fall before them, and they would run twice.
 	from = later(from, rec.lineEnd())
