@@ -30,8 +30,9 @@ type activity struct {
 	// nanoseconds; nil until the first.
 	manual map[int64]*manual
 	// names holds the ticks the record named for fires taken over
-	// (Flight.Nominal), by the fire's Unix nanoseconds; nil until one. It
-	// grows only at takeover, by at most the record's flights.
+	// (Flight.Nominal), or the job's entry before it was added again did
+	// (keepNames), by the fire's Unix nanoseconds; nil until one. It grows
+	// only at takeover and at a re-add, by at most the fires pending.
 	names map[int64]time.Time
 }
 
