@@ -79,8 +79,9 @@
 //
 // # Checker
 //
-// properties.go holds one function per property, each over units: a job,
-// or one item of a sharded job, keyed by its unit name (an item an edit
+// properties.go (and properties_manual.go, for trigger requests) holds
+// one function per property, each over units: a job, or one item of a
+// sharded job, keyed by its unit name (an item an edit
 // drops is out of the job set, as a removed job; a suspension is its
 // job's, whichever items the job has then). No tick lost under its
 // misfire policy (jobs never edited nor removed; forbid excuses a tick
