@@ -32,6 +32,20 @@ func owners(t *testing.T, n int, mod func(*Config), jobs ...config.Job) []*harne
 	return hs
 }
 
+// handOver ends h's ownership of shard: by a drain (given d) when
+// graceful, else by losing it, and returns what a drain released (nil
+// for a loss), for the next owner's grant.
+func handOver(h *harness, shard int, graceful bool, lose context.CancelCauseFunc, d time.Duration) *Released {
+	if !graceful {
+		lose(ErrDeadline)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	r := h.s.Drain(ctx, shard)
+	return &r
+}
+
 // rerunOf reports the Rerun mark of the run of tick by h, and whether h ran
 // it at all.
 func rerunOf(h *harness, job string, tick time.Time) (rerun, ran bool) {
@@ -219,15 +233,7 @@ func TestCatchUpSurvivesOwnerChange(t *testing.T) {
 				g1, lose := h1.grant(5, 9, nil)
 				h1.s.Acquired(g1)
 				sleepUntil(t0.Add(4 * time.Second))
-				var rel *Released
-				if tc.graceful {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					r := h1.s.Drain(ctx, 5)
-					cancel()
-					rel = &r
-				} else {
-					lose(ErrDeadline)
-				}
+				rel := handOver(h1, 5, tc.graceful, lose, 5*time.Second)
 				g2, _ := h2.grant(5, 12, rel)
 				h2.s.Acquired(g2)
 				sleepUntil(t0.Add(90 * time.Second))

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -47,14 +46,8 @@ func TestScheduleEditThenHandoffRunsNoTickThatNeverCameDue(t *testing.T) {
 				}
 
 				sleepUntil(t0.Add(50 * time.Second))
-				var rel *Released
-				if tc.graceful {
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					r := h1.s.Drain(ctx, 3)
-					cancel()
-					rel = &r
-				} else {
-					lose(ErrDeadline)
+				rel := handOver(h1, 3, tc.graceful, lose, 2*time.Second)
+				if !tc.graceful {
 					sleepUntil(t0.Add(55 * time.Second))
 				}
 				synctest.Wait()
