@@ -64,6 +64,20 @@ func TestCheckerProperties(t *testing.T) {
 			h.Runs = append(h.Runs[:3], h.Runs[4:]...) // tick 8 skipped by forbid
 			h.Runs = append(h.Runs, r)
 		}, "", ""},
+		{"a tick of an edit's schedule from before the edit", allowAll, func(h *History) {
+			// */2 until 9.5, */3 after: 9 was never a tick when it came due.
+			j := h.Sets[0].set.Jobs[0]
+			j.Schedule, j.Rescheduled = "*/3 * * * * *", at(9.5)
+			h.Sets = append(h.Sets, setAt{at(9.5), config.JobSet{Version: 2, Jobs: []config.Job{j}}})
+			h.Runs = append(h.Runs, Run{Node: "n2", Job: "j", Tick: at(9), Token: 9, Attempt: 1, Start: at(11), End: at(11.5), Deadline: at(100), EndDeadline: at(100)})
+		}, "no tick before its schedule", ""},
+		{"an edit's old schedule's ticks run late", allowAll, func(h *History) {
+			// 10 and 12 came due under */2 and may run late after the edit
+			// to */3 at 9.5, as ticks claimed or caught up.
+			j := h.Sets[0].set.Jobs[0]
+			j.Schedule, j.Rescheduled = "*/3 * * * * *", at(9.5)
+			h.Sets = append(h.Sets, setAt{at(9.5), config.JobSet{Version: 2, Jobs: []config.Job{j}}})
+		}, "", ""},
 		{"repeat", allowAll, func(h *History) {
 			r := h.Runs[1]
 			r.Start, r.End, r.Token, r.Node = at(10), at(11), 9, "n2"

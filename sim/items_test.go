@@ -77,7 +77,7 @@ func TestCheckerItems(t *testing.T) {
 			h.Sets = append(h.Sets, setAt{at(5), config.JobSet{Version: 3, Jobs: []config.Job{j}}})
 			withItems(h, 11, 2)
 			dropRuns(h, "j:0", 4, 4)
-			dropRuns(h, "j:1", 2, 4)
+			dropRuns(h, "j:1", 2, 10) // before its addition: none of these is owed, or could run
 		}, ""},
 		{"an item added after its job's resume owes the ticks after its addition", allowAll, func(h *History) {
 			j := h.Sets[0].set.Jobs[0]
@@ -89,7 +89,7 @@ func TestCheckerItems(t *testing.T) {
 			h.Sets = append(h.Sets, setAt{at(5), config.JobSet{Version: 3, Jobs: []config.Job{j}}})
 			withItems(h, 11, 2)
 			dropRuns(h, "j:0", 4, 4)
-			dropRuns(h, "j:1", 2, 6) // out of the set from 3: none of these is owed
+			dropRuns(h, "j:1", 2, 10) // before its addition: none of these is owed, or could run
 			dropRuns(h, "j:1", 12, 12)
 		}, "no tick lost"},
 		{"an item added again repeats a tick of its old life", allowAll, func(h *History) {
