@@ -206,10 +206,8 @@ func (s *Scheduler) skipRangeIn(rec *jobRec, memo, sched cronspec.Schedule, lo, 
 	}
 	// Catch-up's ranges are undecided by construction, even where a claim
 	// ahead of a later tick has moved rec.hi past them.
-	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count, note: skipNote(rec, e)})
 	rec.hi = later(rec.hi, e.Tick)
-	s.markDirty(rec, false)
-	s.recordSkip(rec, e)
+	s.queueSkip(rec, op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count}, e)
 }
 
 // nextCaughtUp puts the next tick of rec's backlog in line; past the cap,

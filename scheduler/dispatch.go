@@ -351,9 +351,7 @@ func (s *Scheduler) skipTick(w *waitTick, detail string) {
 	e := Entry{Tick: w.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: detail}
 	if w.from == claimedAhead || w.from == reclaimed {
 		rec.dropAhead(w.tick)
-		rec.queue(op{kind: opDrop, tickRef: tickAt(w.tick), note: skipNote(rec, e)})
-		s.markDirty(rec, false)
-		s.recordSkip(rec, e)
+		s.queueSkip(rec, op{kind: opDrop, tickRef: tickAt(w.tick)}, e)
 		return
 	}
 	s.skip(rec, e)

@@ -80,12 +80,10 @@ func (rec *jobRec) notBefore(f time.Time) string {
 // learns why.
 func (s *Scheduler) dropClaimed(rec *jobRec, tick time.Time, man *manual, why string) {
 	rec.dropAhead(tick)
-	rec.queue(op{kind: opDrop, tickRef: tickAt(tick), note: outcomeNote(rec, tick, StatusSkipped, why, 0)})
-	s.markDirty(rec, false)
 	e := Entry{Tick: tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token, Detail: why}
 	if man != nil {
 		man.done = true
 		e.Trigger, e.TriggeredBy = man.id, man.by
 	}
-	s.recordSkip(rec, e)
+	s.queueSkip(rec, op{kind: opDrop, tickRef: tickAt(tick)}, e)
 }

@@ -270,6 +270,7 @@ func (s *Scheduler) stopShard(sh *ownedShard, cause error) {
 		delete(s.openAhead, rec)
 		if _, ok := s.retrying[rec]; ok {
 			delete(s.retrying, rec)
+			s.skipsUnknown(rec.going().writing)
 			s.dropClaims(rec, rec.going().writing.ops)
 			rec.busy().writing = nil
 		}

@@ -246,6 +246,9 @@ type op struct {
 	// jseq is the journal write that names an opComplete's run (0: none):
 	// once the completion lands in the record, that value may go.
 	jseq int64
+	// skipped is the skip an opSkip or opDrop records, counted and logged
+	// once its write lands: a deposed owner's skip, fenced off, is not one.
+	skipped *Entry
 }
 
 // apply returns rec with ops applied by the owner holding token.

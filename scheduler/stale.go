@@ -58,6 +58,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	defer s.checkIdle(sh)
 	defer rec.tidy() // before checkIdle: defers run last first
 	if d.err != nil {
+		s.skipsUnknown(d.pw)
 		s.dropClaims(rec, d.pw.ops)
 		s.releaseEntries(rec, d.pw.ops)
 		if errors.Is(d.err, ErrShardLost) || errors.Is(d.err, ErrDeadline) {
@@ -69,6 +70,7 @@ func (s *Scheduler) loaded(d loadDone) {
 		return
 	}
 	if sh.state == stopped {
+		s.skipsUnknown(d.pw)
 		s.dropClaims(rec, d.pw.ops)
 		s.releaseEntries(rec, d.pw.ops)
 		return
@@ -119,10 +121,14 @@ func (s *Scheduler) loaded(d loadDone) {
 		case opDrop:
 			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) }) {
 				requeue = append(requeue, o)
+			} else if o.skipped != nil {
+				s.skipLanded(rec, *o.skipped) // an earlier attempt landed it
 			}
 		case opSkip:
 			if o.tick.After(r.LastClaimed) {
 				requeue = append(requeue, o)
+			} else if o.skipped != nil && !o.tick.IsZero() {
+				s.skipLanded(rec, *o.skipped) // the record has decided it
 			}
 		}
 	}

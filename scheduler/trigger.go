@@ -216,8 +216,10 @@ func (s *Scheduler) skipManual(w *waitTick, detail string) {
 // manualSkipped records a landed skip of a manual tick.
 func (s *Scheduler) manualSkipped(rec *jobRec, o op) {
 	o.man.done = true
-	s.recordSkip(rec, Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
-		Detail: o.man.skip, Trigger: o.man.id, TriggeredBy: o.man.by})
+	e := Entry{Tick: o.tick, Status: StatusSkipped, Node: s.cfg.Node, Token: rec.sh.g.Token,
+		Detail: o.man.skip, Trigger: o.man.id, TriggeredBy: o.man.by}
+	s.addHistory(rec, e)
+	s.skipLanded(rec, e)
 }
 
 // splitTriggers cuts ops after the change that consumes the

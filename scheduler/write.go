@@ -62,26 +62,46 @@ func (s *Scheduler) skip(rec *jobRec, e Entry) {
 		// Earlier ticks are still undecided: the skip is counted and kept
 		// in history, but the last claimed tick stays before them (a later
 		// owner may run this tick rather than lose theirs).
-		rec.queue(op{kind: opSkip, count: e.Count, note: skipNote(rec, e)})
-		s.markDirty(rec, false)
-		s.recordSkip(rec, e)
+		s.queueSkip(rec, op{kind: opSkip, count: e.Count}, e)
 		return
 	}
-	rec.queue(op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count, note: skipNote(rec, e)})
 	rec.hi = e.Tick
-	s.markDirty(rec, false)
-	s.recordSkip(rec, e)
+	s.queueSkip(rec, op{kind: opSkip, tickRef: tickAt(e.Tick), count: e.Count}, e)
 }
 
-// recordSkip counts, logs and keeps in history a skip.
-func (s *Scheduler) recordSkip(rec *jobRec, e Entry) {
-	s.m.skip(e)
+// queueSkip queues o, the write that records skip e (an opSkip, or an
+// opDrop of a claimed tick), and keeps e in history; e is counted and
+// logged once the write lands (skipLanded).
+func (s *Scheduler) queueSkip(rec *jobRec, o op, e Entry) {
+	o.note, o.skipped = skipNote(rec, e), &e
+	rec.queue(o)
+	s.markDirty(rec, false)
 	s.addHistory(rec, e)
+}
+
+// skipLanded counts and logs a skip whose write has landed.
+func (s *Scheduler) skipLanded(rec *jobRec, e Entry) {
+	s.m.skip(e)
 	args := append(rec.logArgs(), "tick", e.Tick, "outcome", StatusSkipped, "count", max(e.Count, 1), "detail", e.Detail)
 	if e.Trigger != "" { // as the run ended line of a manual run names it
 		args = append(args, "trigger", e.Trigger)
 	}
 	s.log.Info("tick skipped", args...)
+}
+
+// skipsUnknown logs the skips of a write given up after an attempt of
+// unknown outcome: each may be in the record, deciding its tick, or not,
+// leaving it to the next owner. Either way the tick is decided once; the
+// line says this owner does not know by whom.
+func (s *Scheduler) skipsUnknown(pw *pendingWrite) {
+	if !pw.unknown {
+		return
+	}
+	for _, o := range pw.ops {
+		if e := o.skipped; e != nil {
+			s.log.Info("tick skip outcome unknown", append(pw.rec.logArgs(), "tick", e.Tick, "count", max(e.Count, 1), "detail", e.Detail)...)
+		}
+	}
 }
 
 // dropClaims gives back the run slots of due claims that will not run
@@ -108,6 +128,9 @@ type pendingWrite struct {
 	// retryAt is when a write whose outcome was unknown is sent again
 	// (the rec is in Scheduler.retrying meanwhile).
 	retryAt time.Time
+	// unknown: an attempt's outcome was unknown, so the write may have
+	// landed even if it is given up (skipsUnknown).
+	unknown bool
 }
 
 type commitDone struct {
@@ -279,6 +302,9 @@ func (s *Scheduler) committed(d commitDone, now time.Time) {
 					s.manualSkipped(rec, o)
 				case opComplete:
 					s.journalLanded(o.jseq, now)
+				}
+				if o.skipped != nil {
+					s.skipLanded(rec, *o.skipped)
 				}
 				if o.note != nil && o.note.entry != nil {
 					s.holdEntry(rec, o.note.entry)

@@ -20,6 +20,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	switch {
 	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
 		rec.busy().writing = nil
+		s.skipsUnknown(pw)
 		s.dropClaims(rec, pw.ops)
 		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, err)
@@ -30,6 +31,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 		rec.busy().writing = nil
 		s.stale(rec, pw, err)
 	default: // unknown: retry the same write while the deadline allows
+		pw.unknown = true
 		if sh.state != stopped && sh.check() == nil {
 			a := rec.busy()
 			a.backoff = min(max(2*a.backoff, retryMin), retryMax)
@@ -41,6 +43,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 			return
 		}
 		rec.busy().writing = nil
+		s.skipsUnknown(pw)
 		s.dropClaims(rec, pw.ops)
 		s.releaseEntries(rec, pw.ops)
 		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))

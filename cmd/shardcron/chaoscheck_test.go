@@ -42,7 +42,7 @@ type chaosReport struct {
 }
 
 var (
-	decisionLine = regexp.MustCompile(`msg="tick skipped"|msg="run ended"`)
+	decisionLine = regexp.MustCompile(`msg="tick skipped"|msg="tick skip outcome unknown"|msg="run ended"`)
 	acquireLine  = regexp.MustCompile(`msg=acquired `)
 	attrValue    = func(key string) *regexp.Regexp {
 		return regexp.MustCompile(`\b` + key + `=("(?:[^"\\]|\\.)*"|\S+)`)
@@ -54,10 +54,11 @@ var (
 
 // decisionsIn reads the ticks every "tick skipped" line covers (a
 // per-second job's count ticks up to its tick), and every "run ended"
-// line's, with the node and detail of each. A line written after a
+// line's, with the node and detail of each. A run's end written after a
 // higher token acquired the line's shard is a deposed owner's, acting
 // before it learnt of its loss: its write never landed (fenced), so it
-// decides nothing and is only counted.
+// decides nothing and is only counted. A skip is logged once its write
+// landed, so it always decides.
 func decisionsIn(lines []string) (skips, ends map[chaosUnit][]string, deposed int) {
 	skips, ends = map[chaosUnit][]string{}, map[chaosUnit][]string{}
 	acquired := map[string][]tokenAt{} // by shard
@@ -98,16 +99,15 @@ func decisionsIn(lines []string) (skips, ends map[chaosUnit][]string, deposed in
 	return skips, ends, deposed
 }
 
-// loggedOnLanding reports whether l is a manual tick's skip by its policy
-// on receipt (forbid, or refused for too many pending), which the
-// scheduler logs once the skip's write has landed (manualSkipped): its
+// loggedOnLanding reports whether l is a skip, which the scheduler logs
+// once the skip's write has landed (skipLanded), or once it gave up a
+// write that may have landed (skipsUnknown: if it did not, the next owner
+// decides the tick and says so; if it did, the record decides it): its
 // time says when the owner learnt that, which may be after a successor
 // acquired the shard (the owner was paused meanwhile), not when the write
 // was fenced.
 func loggedOnLanding(l string) bool {
-	d := attr(skipDetail, l)
-	return attr(lineTrigger, l) != "" && strings.Contains(l, `msg="tick skipped"`) &&
-		(strings.HasPrefix(d, "concurrency forbid") || strings.HasPrefix(d, "refused:"))
+	return strings.Contains(l, `msg="tick skipped"`) || strings.Contains(l, `msg="tick skip outcome unknown"`)
 }
 
 type tokenAt struct {
