@@ -58,9 +58,7 @@ func (s *Scheduler) loaded(d loadDone) {
 	defer s.checkIdle(sh)
 	defer rec.tidy() // before checkIdle: defers run last first
 	if d.err != nil {
-		s.skipsUnknown(d.pw)
-		s.dropClaims(rec, d.pw.ops)
-		s.releaseEntries(rec, d.pw.ops)
+		s.abandon(d.pw)
 		if errors.Is(d.err, ErrShardLost) || errors.Is(d.err, ErrDeadline) {
 			s.stopShard(sh, d.err)
 			return
@@ -70,17 +68,14 @@ func (s *Scheduler) loaded(d loadDone) {
 		return
 	}
 	if sh.state == stopped {
-		s.skipsUnknown(d.pw)
-		s.dropClaims(rec, d.pw.ops)
-		s.releaseEntries(rec, d.pw.ops)
+		s.abandon(d.pw)
 		return
 	}
 	var r Record
 	if d.st.Value != nil {
 		var err error
 		if r, err = DecodeRecord(d.st.Value); err != nil {
-			s.dropClaims(rec, d.pw.ops)
-			s.releaseEntries(rec, d.pw.ops)
+			s.abandon(d.pw)
 			rec.parked = true
 			s.log.Error("job record refused; job parked", append(rec.logArgs(), "err", err)...)
 			return
@@ -88,56 +83,60 @@ func (s *Scheduler) loaded(d loadDone) {
 	}
 	rec.committed, rec.rev = stateOf(r), d.st.Rev
 	s.sendNotes(rec)
-	token := sh.g.Token
-	mine := func(t time.Time) bool {
-		return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(t) && f.Token == token })
-	}
-	var requeue []op
-	now := s.now()
-	live := sh.state == firing && !rec.removed
-	for _, o := range d.pw.ops {
-		if s.reloadedManual(rec, o, r, live, mine(o.tick), &requeue) {
-			continue
-		}
-		switch o.kind {
-		case opClaim:
-			if s.reloadedClaim(rec, o, r, live, mine(o.tick), now) {
-				requeue = append(requeue, o)
-			}
-		case opComplete:
-			if mine(o.tick) {
-				requeue = append(requeue, o)
-			} else if o.note != nil && o.note.entry != nil {
-				s.holdEntry(rec, o.note.entry) // it landed
-			}
-		case opNotified:
-			if r.Notify.pending(o.tick, o.note.confirm) {
-				requeue = append(requeue, o)
-			}
-		case opFold:
-			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) && f.Token == o.of }) {
-				requeue = append(requeue, o)
-			}
-		case opDrop:
-			if slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) }) {
-				requeue = append(requeue, o)
-			} else if o.skipped != nil {
-				s.skipLanded(rec, *o.skipped) // an earlier attempt landed it
-			}
-		case opSkip:
-			if o.tick.After(r.LastClaimed) {
-				requeue = append(requeue, o)
-			} else if o.skipped != nil && !o.tick.IsZero() {
-				s.skipLanded(rec, *o.skipped) // the record has decided it
-			}
-		}
-	}
 	a := rec.busy()
-	a.queued = append(requeue, a.queued...)
+	a.queued = append(s.unlanded(rec, d.pw.ops, r), a.queued...)
 	if len(a.queued) > 0 {
 		s.markDirty(rec, true)
 	}
 	s.requeueHeld(rec)
+}
+
+// unlanded decides each op of a refused write by the re-read record r:
+// what landed takes effect here (a claim runs, a completion's entry and a
+// skip are recorded), and what did not is returned, to be sent again.
+func (s *Scheduler) unlanded(rec *jobRec, ops []op, r Record) (requeue []op) {
+	token := rec.sh.g.Token
+	mine := func(t time.Time) bool {
+		return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(t) && f.Token == token })
+	}
+	inFlight := func(t time.Time) bool {
+		return slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(t) })
+	}
+	now := s.now()
+	live := rec.sh.state == firing && !rec.removed
+	for _, o := range ops {
+		if s.reloadedManual(rec, o, r, live, mine(o.tick), &requeue) {
+			continue
+		}
+		again := false
+		switch o.kind {
+		case opClaim:
+			again = s.reloadedClaim(rec, o, r, live, mine(o.tick), now)
+		case opComplete:
+			if again = mine(o.tick); !again && o.note != nil && o.note.entry != nil {
+				s.holdEntry(rec, o.note.entry) // it landed
+			}
+		case opNotified:
+			again = r.Notify.pending(o.tick, o.note.confirm)
+		case opFold:
+			again = slices.ContainsFunc(r.InFlight, func(f Flight) bool { return f.Tick.Equal(o.tick) && f.Token == o.of })
+		case opDrop:
+			again = inFlight(o.tick)
+		case opSkip:
+			// A skip without a tick (earlier ticks undecided) leaves the
+			// record's last claimed tick where it was: nothing says it landed.
+			again = o.tick.After(r.LastClaimed)
+			if !again && o.tick.IsZero() {
+				continue
+			}
+		}
+		if again {
+			requeue = append(requeue, o)
+		} else if o.skipped != nil && (o.kind == opDrop || o.kind == opSkip) {
+			s.skipLanded(rec, *o.skipped) // the record has decided it
+		}
+	}
+	return requeue
 }
 
 // reloadedClaim decides a claim of a refused write once its record was

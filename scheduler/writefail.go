@@ -20,9 +20,7 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 	switch {
 	case errors.Is(err, ErrShardLost), errors.Is(err, ErrDeadline):
 		rec.busy().writing = nil
-		s.skipsUnknown(pw)
-		s.dropClaims(rec, pw.ops)
-		s.releaseEntries(rec, pw.ops)
+		s.abandon(pw)
 		s.stopShard(sh, err)
 	case errors.Is(err, ErrStale):
 		// The write's due claims keep their run slots until the re-read
@@ -43,11 +41,19 @@ func (s *Scheduler) writeFailed(pw *pendingWrite, err error, now time.Time) {
 			return
 		}
 		rec.busy().writing = nil
-		s.skipsUnknown(pw)
-		s.dropClaims(rec, pw.ops)
-		s.releaseEntries(rec, pw.ops)
+		s.abandon(pw)
 		s.stopShard(sh, fmt.Errorf("%w: write outcome unknown until the safe deadline: %v", ErrDeadline, err))
 	}
+}
+
+// abandon gives up a write that will not be sent again: its due claims
+// give back their run slots, its held run entries go to history as they
+// are, and its skips, if an attempt's outcome was unknown, are logged as
+// such (skipsUnknown).
+func (s *Scheduler) abandon(pw *pendingWrite) {
+	s.skipsUnknown(pw)
+	s.dropClaims(pw.rec, pw.ops)
+	s.releaseEntries(pw.rec, pw.ops)
 }
 
 // retryNow sends every write waiting out a backoff at once: a batch has
